@@ -1,0 +1,102 @@
+/**
+ * Example subscriber for the report notification stream (seed 001), behaving like the seed's
+ * published client examples:
+ * - a fresh client-credentials token before every connection attempt;
+ * - each message parsed as JSON, else treated as raw text;
+ * - after a close or a failure, reconnect after 5 s (plus up to 1 s of jitter, so a fleet does
+ *   not reconnect in lockstep after a restart);
+ * - on 4003 (token expired): a new token, then reconnect after 1 s.
+ *
+ *   CLIENT_ID=… CLIENT_SECRET=… npx tsx examples/notification-subscriber.ts [--api http://localhost:3000]
+ */
+import { parseArgs } from 'node:util';
+import WebSocket from 'ws';
+
+const TOKEN_EXPIRED = 4003;
+
+const { values: options } = parseArgs({
+  options: {
+    api: { type: 'string', default: process.env.VOYAGE_API_URL ?? 'http://localhost:3000' },
+    // {identity_url} and {ws_url} default to the API address.
+    identity: { type: 'string' },
+    ws: { type: 'string' },
+    scope: { type: 'string' },
+    'reconnect-delay': { type: 'string', default: '5' },
+  },
+});
+
+const clientId = required('CLIENT_ID');
+const clientSecret = required('CLIENT_SECRET');
+const identityUrl = options.identity ?? options.api;
+const streamUrl = `${options.ws ?? options.api.replace(/^http/, 'ws')}/voyage/notification/v1/ws/products`;
+
+/** Seed 001 endpoint 2: client credentials in the form body. */
+async function fetchToken(): Promise<string> {
+  const response = await fetch(`${identityUrl}/public/api/oauth2/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({
+      grant_type: 'client_credentials',
+      client_id: clientId,
+      client_secret: clientSecret,
+      ...(options.scope ? { scope: options.scope } : {}),
+    }),
+  });
+  const body = (await response.json().catch(() => ({}))) as { access_token?: string; error?: string };
+  if (response.status !== 200 || !body.access_token) throw new Error(`token request failed: ${response.status} ${body.error ?? ''}`.trim());
+  return body.access_token;
+}
+
+async function connect(): Promise<void> {
+  let token: string;
+  try {
+    token = await fetchToken();
+  } catch (error) {
+    log(`${(error as Error).message}`);
+    return reconnect(reconnectDelayMs());
+  }
+  const socket = new WebSocket(streamUrl, { headers: { Authorization: `Bearer ${token}` } });
+  socket.on('open', () => log('connected'));
+  socket.on('message', (data, isBinary) => {
+    const text = isBinary ? `<${(data as Buffer).length} binary bytes>` : data.toString();
+    try {
+      log(`notification ${JSON.stringify(JSON.parse(text))}`);
+    } catch {
+      log(`message ${text}`);
+    }
+  });
+  socket.on('unexpected-response', (_request, response) => {
+    log(`connection refused: HTTP ${response.statusCode}`);
+    socket.terminate();
+  });
+  socket.on('error', (error) => log(`connection error: ${error.message}`));
+  socket.on('close', (code, reason) => {
+    if (code === TOKEN_EXPIRED) {
+      log(`closed ${code} (token expired): new token, reconnecting in 1 s`);
+      return reconnect(1000);
+    }
+    const delay = reconnectDelayMs();
+    log(`closed ${code}${reason.length ? ` (${reason})` : ''}: reconnecting in ${(delay / 1000).toFixed(1)} s`);
+    reconnect(delay);
+  });
+}
+
+function reconnect(delayMs: number) {
+  setTimeout(() => void connect(), delayMs);
+}
+
+const reconnectDelayMs = () => Number(options['reconnect-delay']) * 1000 + Math.random() * 1000;
+
+function required(name: string): string {
+  const value = process.env[name];
+  if (!value) {
+    console.error(`Set ${name} (from: npm run cli -- client:create --name my-subscriber --grant client_credentials)`);
+    process.exit(2);
+  }
+  return value;
+}
+
+const log = (line: string) => console.log(`${new Date().toISOString()} ${line}`);
+
+void connect();
+for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => process.exit(0));

@@ -1,0 +1,39 @@
+import { type DynamicModule, Module, ValidationPipe } from '@nestjs/common';
+import { APP_FILTER, APP_PIPE } from '@nestjs/core';
+import { ClientsModule } from './clients/clients.module.js';
+import { ConfigModule } from './config/config.module.js';
+import type { Env } from './config/env.js';
+import { DatabaseModule } from './database/database.module.js';
+import { ExceptionRoutingFilter } from './exception-routing.filter.js';
+import { HealthModule } from './health/health.module.js';
+import { KeysModule } from './keys/keys.module.js';
+import { MetricsModule } from './metrics/metrics.module.js';
+import { NotificationModule } from './notification/notification.module.js';
+import { OAuthHelperModule } from './oauth-helper/oauth-helper.module.js';
+import { TokenModule } from './token/token.module.js';
+import { UsersModule } from './users/users.module.js';
+
+@Module({})
+export class AppModule {
+  static forRoot(env: Env, databaseUrl: string): DynamicModule {
+    return {
+      module: AppModule,
+      imports: [
+        ConfigModule.forRoot(env),
+        DatabaseModule.forRoot(databaseUrl),
+        MetricsModule,
+        ClientsModule,
+        UsersModule,
+        KeysModule,
+        TokenModule,
+        OAuthHelperModule,
+        NotificationModule,
+        HealthModule,
+      ],
+      providers: [
+        { provide: APP_FILTER, useClass: ExceptionRoutingFilter },
+        { provide: APP_PIPE, useValue: new ValidationPipe({ whitelist: true, transform: true }) },
+      ],
+    };
+  }
+}

@@ -1,0 +1,79 @@
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import type { IncomingMessage } from 'node:http';
+import fastifyCookie from '@fastify/cookie';
+import { NestFactory } from '@nestjs/core';
+import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
+import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
+import { LogController } from 'fastify';
+import type { Logger } from 'pino';
+import { AppModule } from './app.module.js';
+import { logContext, PinoLoggerService } from './common/logging/logger.js';
+import type { Env } from './config/env.js';
+import { VERSION } from './health/version.js';
+import { Metrics } from './metrics/metrics.service.js';
+import { DeliveryService } from './notification/delivery.service.js';
+import { NotificationWsAdapter } from './notification/notification-ws.adapter.js';
+import { StreamAuthorizer } from './notification/stream-authorizer.js';
+
+/** The whole service as one Nest application on Fastify, not yet listening. */
+export async function createApp(env: Env, databaseUrl: string, logger: Logger): Promise<NestFastifyApplication> {
+  const adapter = new FastifyAdapter({
+    loggerInstance: logger,
+    logController: new LogController({ disableRequestLogging: !env.LOG_REQUESTS }),
+    requestIdHeader: false,
+    genReqId: (request: IncomingMessage) => acceptedRequestId(request.headers['x-request-id']) ?? randomUUID(),
+    trustProxy: parseTrustProxy(env.TRUST_PROXY),
+    bodyLimit: 64 * 1024,
+    return503OnClosing: true,
+    ...(env.TLS_CERT_FILE && env.TLS_KEY_FILE ? { https: { cert: readFileSync(env.TLS_CERT_FILE), key: readFileSync(env.TLS_KEY_FILE) } } : {}),
+  });
+  adapter.getInstance().addHook('onRequest', (request, reply, done) => {
+    reply.header('x-request-id', request.id);
+    logContext.run({ reqId: request.id }, done);
+  });
+
+  const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(env, databaseUrl), adapter, {
+    logger: new PinoLoggerService(logger),
+  });
+  await app.register(fastifyCookie);
+  recordHttpLatency(adapter, app.get(Metrics));
+  app.useWebSocketAdapter(
+    new NotificationWsAdapter(app, {
+      authorize: (request) => app.get(StreamAuthorizer).authorize(request),
+      maxIncomingBytes: env.WS_MAX_INCOMING_BYTES,
+      afterClose: () => app.get(DeliveryService).flush(),
+    }),
+  );
+  const openApi = new DocumentBuilder()
+    .setTitle('voyage-connect')
+    .setDescription('Device sign-in (OAuth 2.0 helper and SSO token service) and report notifications')
+    .setVersion(VERSION)
+    .build();
+  SwaggerModule.setup('docs', app, () => SwaggerModule.createDocument(app, openApi));
+  return app;
+}
+
+/** Latency per route pattern (not per URL, which would explode the label set). */
+function recordHttpLatency(adapter: FastifyAdapter, metrics: Metrics) {
+  adapter.getInstance().addHook('onResponse', (request, reply, done) => {
+    const route = request.routeOptions.url ?? 'unmatched';
+    metrics.httpDuration.observe({ method: request.method, route, status: reply.statusCode }, reply.elapsedTime / 1000);
+    done();
+  });
+}
+
+/** An incoming X-Request-Id is kept for correlation only when it is short and plain. */
+function acceptedRequestId(header: string | string[] | undefined): string | undefined {
+  return typeof header === 'string' && /^[\w.:-]{1,64}$/.test(header) ? header : undefined;
+}
+
+/**
+ * TRUST_PROXY: "true"/"false", a hop count, or a comma-separated list of addresses/CIDRs.
+ * A hop count becomes a function, which is how Fastify's types accept it.
+ */
+export function parseTrustProxy(value: string): boolean | string[] | ((address: string, hop: number) => boolean) {
+  if (value === 'true' || value === 'false') return value === 'true';
+  if (/^\d+$/.test(value)) return (_address, hop) => hop < Number(value);
+  return value.split(',').map((entry) => entry.trim()).filter(Boolean);
+}

@@ -1,0 +1,24 @@
+import { type DynamicModule, Module } from '@nestjs/common';
+import { ClientCommandsModule } from './clients/commands/client-commands.module.js';
+import { ConfigModule } from './config/config.module.js';
+import type { Env } from './config/env.js';
+import { DatabaseModule } from './database/database.module.js';
+import { KeysRotateCommand } from './keys/commands/keys-rotate.command.js';
+import { KeysModule } from './keys/keys.module.js';
+import { MetricsModule } from './metrics/metrics.module.js';
+import { NotificationPublishCommand } from './notification/commands/notification-publish.command.js';
+import { NotificationPublishingModule } from './notification/notification-publishing.module.js';
+import { UserCreateCommand } from './users/commands/user-create.command.js';
+import { UsersModule } from './users/users.module.js';
+
+/** The admin CLI: the feature modules it administers, without the HTTP server. */
+@Module({})
+export class CliModule {
+  static forRoot(env: Env, databaseUrl: string): DynamicModule {
+    return {
+      module: CliModule,
+      imports: [ConfigModule.forRoot(env), DatabaseModule.forRoot(databaseUrl), MetricsModule, ClientCommandsModule, UsersModule, KeysModule, NotificationPublishingModule],
+      providers: [UserCreateCommand, KeysRotateCommand, NotificationPublishCommand],
+    };
+  }
+}

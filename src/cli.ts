@@ -1,0 +1,41 @@
+import 'reflect-metadata';
+import { CommandFactory } from 'nest-commander';
+import { CliModule } from './cli.module.js';
+import { createRootLogger, PinoLoggerService } from './common/logging/logger.js';
+import { InvalidConfigError, loadProcessEnv } from './config/env.js';
+import { openDatabaseServer } from './database/database-server.js';
+
+/**
+ * Admin CLI: one JSON document on stdout, diagnostics and errors on stderr, exit code 1 on any
+ * failure (usage errors included).
+ */
+function fail(error: unknown): void {
+  process.exitCode = 1;
+  const { code, exitCode, message } = (error ?? {}) as { code?: string; exitCode?: number; message?: string };
+  // commander has already printed its own usage errors; help and --version exit 0.
+  if (code?.startsWith('commander.')) {
+    process.exitCode = exitCode === 0 ? 0 : 1;
+    return;
+  }
+  process.stderr.write(`error: ${message ?? String(error)}\n`);
+}
+
+try {
+  const env = loadProcessEnv();
+  const logger = createRootLogger({ level: 'warn', destination: 2 });
+  const database = await openDatabaseServer(env, 'cli', (line) => logger.debug(line));
+  try {
+    await CommandFactory.run(CliModule.forRoot(env, database.url), {
+      logger: new PinoLoggerService(logger),
+      cliName: 'voyage-connect',
+      errorHandler: (error) => {
+        throw error; // let serviceErrorHandler report it after the app closes cleanly
+      },
+      serviceErrorHandler: fail,
+    });
+  } finally {
+    await database.close();
+  }
+} catch (error) {
+  fail(error instanceof InvalidConfigError ? new Error(error.message) : error);
+}

@@ -1,0 +1,11 @@
+import { Module } from '@nestjs/common';
+import { ClientsModule } from '../clients.module.js';
+import { ClientCreateCommand } from './client-create.command.js';
+import { ClientDisableCommand, ClientEnableCommand, ClientRotateSecretCommand } from './client-admin.commands.js';
+import { ClientListCommand, ClientShowCommand } from './client-query.commands.js';
+
+@Module({
+  imports: [ClientsModule],
+  providers: [ClientCreateCommand, ClientListCommand, ClientShowCommand, ClientRotateSecretCommand, ClientDisableCommand, ClientEnableCommand],
+})
+export class ClientCommandsModule {}

@@ -1,0 +1,48 @@
+import { Command, CommandRunner, Option } from 'nest-commander';
+import { collect, printJson } from '../../common/cli/output.js';
+import { ClientsService, DEFAULT_GRANTS } from '../clients.service.js';
+
+interface Options {
+  name: string;
+  grant?: string[];
+  redirect?: string[];
+  scope?: string[];
+}
+
+@Command({ name: 'client:create', description: 'register a client and print its secret (shown only this once)' })
+export class ClientCreateCommand extends CommandRunner {
+  constructor(private readonly clients: ClientsService) {
+    super();
+  }
+
+  async run(_args: string[], options: Options): Promise<void> {
+    printJson(
+      await this.clients.create({
+        name: options.name,
+        grants: options.grant as never,
+        redirectPatterns: options.redirect,
+        scopes: options.scope,
+      }),
+    );
+  }
+
+  @Option({ flags: '--name <name>', description: 'unique display name', required: true })
+  parseName(value: string) {
+    return value;
+  }
+
+  @Option({ flags: '--grant <grant>', description: `grant type, repeatable (default: ${DEFAULT_GRANTS.join(' ')})` })
+  parseGrant(value: string, previous?: string[]) {
+    return collect(value, previous);
+  }
+
+  @Option({ flags: '--redirect <pattern>', description: 'allowed redirect URL or private-range pattern, repeatable' })
+  parseRedirect(value: string, previous?: string[]) {
+    return collect(value, previous);
+  }
+
+  @Option({ flags: '--scope <scope>', description: 'allowed scope, repeatable' })
+  parseScope(value: string, previous?: string[]) {
+    return collect(value, previous);
+  }
+}

@@ -1,0 +1,29 @@
+import { ArrayUnique, IsArray, IsIn, IsString, Matches, MaxLength, MinLength } from 'class-validator';
+import { GRANT_TYPES, type GrantType } from '../client.entity.js';
+import { IsRedirectPattern } from '../is-redirect-pattern.decorator.js';
+
+/** RFC 6749 §3.3 scope-token: printable ASCII except space, `"` and `\`. */
+export const SCOPE_TOKEN = /^[\x21\x23-\x5B\x5D-\x7E]+$/;
+
+export class CreateClientDto {
+  @IsString()
+  @MinLength(1)
+  @MaxLength(100)
+  @Matches(/^\S(.*\S)?$/, { message: 'name must not start or end with whitespace' })
+  name: string;
+
+  @IsArray()
+  @ArrayUnique()
+  @IsIn(GRANT_TYPES, { each: true, message: `grant must be one of: ${GRANT_TYPES.join(', ')}` })
+  grants: GrantType[];
+
+  @IsArray()
+  @ArrayUnique()
+  @IsRedirectPattern({ each: true })
+  redirectPatterns: string[];
+
+  @IsArray()
+  @ArrayUnique()
+  @Matches(SCOPE_TOKEN, { each: true, message: 'each scope must be a scope token (RFC 6749 §3.3)' })
+  scopes: string[];
+}

@@ -1,0 +1,36 @@
+/**
+ * Reads a secret from stdin: the first line of piped input, or, at a terminal, one line typed
+ * without echo.
+ */
+export async function readSecretFromStdin(prompt: string): Promise<string> {
+  const stdin = process.stdin;
+  if (!stdin.isTTY) {
+    let input = '';
+    for await (const chunk of stdin) input += chunk;
+    return input.split(/\r?\n/)[0];
+  }
+  process.stderr.write(prompt);
+  stdin.setRawMode(true);
+  stdin.setEncoding('utf8');
+  try {
+    return await new Promise<string>((resolve, reject) => {
+      let typed = '';
+      const onData = (keys: string) => {
+        for (const key of keys) {
+          if (key === '\r' || key === '\n') return finish(() => resolve(typed));
+          if (key === '\u0003') return finish(() => reject(new Error('cancelled')));
+          typed = key === '\u007f' ? typed.slice(0, -1) : typed + key;
+        }
+      };
+      const finish = (settle: () => void) => {
+        stdin.off('data', onData);
+        process.stderr.write('\n');
+        settle();
+      };
+      stdin.on('data', onData);
+    });
+  } finally {
+    stdin.setRawMode(false);
+    stdin.pause();
+  }
+}

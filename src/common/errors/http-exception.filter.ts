@@ -1,0 +1,51 @@
+import { type ArgumentsHost, Catch, type ExceptionFilter, HttpException, HttpStatus, Logger } from '@nestjs/common';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { AppError, type AppErrorCode } from './app-error.js';
+
+const STATUS_BY_CODE: Record<AppErrorCode, number> = {
+  not_found: HttpStatus.NOT_FOUND,
+  conflict: HttpStatus.CONFLICT,
+  invalid_input: HttpStatus.BAD_REQUEST,
+};
+
+/**
+ * Every HTTP error outside the OAuth endpoints: `{ message, correlationId }` (plus field
+ * `errors` for validation). A 500 never shows internals; its details go to the log only.
+ */
+@Catch()
+export class HttpExceptionFilter implements ExceptionFilter {
+  private readonly logger = new Logger('HttpExceptionFilter');
+
+  catch(exception: unknown, host: ArgumentsHost) {
+    const http = host.switchToHttp();
+    const request = http.getRequest<FastifyRequest>();
+    const reply = http.getResponse<FastifyReply>();
+    const { status, body } = this.describe(exception);
+    // Nest's "Cannot GET <url>" repeats the query, which may carry a state or a code.
+    const path = request.url.split('?')[0];
+    body.message = body.message.replaceAll(request.url, path);
+    if (status >= 500) this.logger.error(exception instanceof Error ? exception : String(exception));
+    else this.logger.debug(`${status} ${request.method} ${path}: ${body.message}`);
+    void reply.status(status).send({ ...body, correlationId: request.id });
+  }
+
+  private describe(exception: unknown): { status: number; body: { message: string; errors?: unknown } } {
+    if (exception instanceof AppError) {
+      // Bad input reads like a failed validation: the reason is a field error.
+      if (exception.code === 'invalid_input') return { status: 400, body: { message: 'Validation failed', errors: [exception.message] } };
+      return { status: STATUS_BY_CODE[exception.code], body: { message: exception.message } };
+    }
+    if (exception instanceof HttpException) {
+      const response = exception.getResponse();
+      const message = typeof response === 'string' ? response : ((response as { message?: unknown }).message ?? exception.message);
+      // ValidationPipe reports a list of field messages.
+      if (Array.isArray(message)) return { status: exception.getStatus(), body: { message: 'Validation failed', errors: message } };
+      return { status: exception.getStatus(), body: { message: String(message) } };
+    }
+    const fastifyStatus = (exception as { statusCode?: number })?.statusCode;
+    if (fastifyStatus && fastifyStatus >= 400 && fastifyStatus < 500) {
+      return { status: fastifyStatus, body: { message: (exception as Error).message } };
+    }
+    return { status: HttpStatus.INTERNAL_SERVER_ERROR, body: { message: 'Internal server error' } };
+  }
+}

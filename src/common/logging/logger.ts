@@ -1,0 +1,89 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import type { LoggerService } from '@nestjs/common';
+import { type DestinationStream, pino, type Logger } from 'pino';
+
+/** Per-request (or per-socket) context, so every log line of a request carries its id. */
+export const logContext = new AsyncLocalStorage<{ reqId: string }>();
+
+/**
+ * Paths pino blanks out wherever they appear. Request logs carry the path only (no query, no
+ * headers), so these guard against a secret reaching a log through an object passed by code.
+ */
+const REDACTED = [
+  'authorization',
+  'password',
+  'client_secret',
+  'clientSecret',
+  'secret',
+  'code_verifier',
+  'token',
+  'access_token',
+  'refresh_token',
+  'privateKey',
+  'private_key_pem',
+].flatMap((key) => [key, `*.${key}`, `*.*.${key}`]);
+
+/** JSON lines to stdout by default; the CLI logs to stderr (fd 2), tests to a stream they read. */
+export function createRootLogger(options: { level: string; destination?: 1 | 2 | DestinationStream }): Logger {
+  return pino(
+    {
+      level: options.level,
+      base: { service: 'voyage-connect' },
+      timestamp: pino.stdTimeFunctions.isoTime,
+      formatters: { level: (label) => ({ level: label }) },
+      redact: { paths: REDACTED, censor: '[redacted]' },
+      serializers: {
+        err: pino.stdSerializers.err,
+        // Fastify's request logs: the path only, since queries carry states and codes.
+        req: (request: { method: string; url: string; ip?: string }) => ({
+          method: request.method,
+          path: request.url.split('?')[0],
+          remoteAddress: request.ip,
+        }),
+        res: (reply: { statusCode: number }) => ({ statusCode: reply.statusCode }),
+      },
+    },
+    typeof options.destination === 'object' ? options.destination : pino.destination({ fd: options.destination ?? 1, sync: false }),
+  );
+}
+
+/** Nest's logger interface on top of pino: context becomes a field, the request id is added. */
+export class PinoLoggerService implements LoggerService {
+  constructor(private readonly root: Logger) {}
+
+  log(message: unknown, ...params: unknown[]) {
+    this.write('info', message, params);
+  }
+
+  error(message: unknown, ...params: unknown[]) {
+    // Nest calls error(message, stack, context); a stack is a string with newlines.
+    const stack = typeof params[0] === 'string' && params[0].includes('\n') ? (params.shift() as string) : undefined;
+    this.write('error', message, params, stack);
+  }
+
+  warn(message: unknown, ...params: unknown[]) {
+    this.write('warn', message, params);
+  }
+
+  debug(message: unknown, ...params: unknown[]) {
+    this.write('debug', message, params);
+  }
+
+  verbose(message: unknown, ...params: unknown[]) {
+    this.write('trace', message, params);
+  }
+
+  fatal(message: unknown, ...params: unknown[]) {
+    this.write('fatal', message, params);
+  }
+
+  private write(level: 'info' | 'error' | 'warn' | 'debug' | 'trace' | 'fatal', message: unknown, params: unknown[], stack?: string) {
+    if (!this.root.isLevelEnabled(level)) return;
+    const context = typeof params.at(-1) === 'string' ? (params.pop() as string) : undefined;
+    const fields: Record<string, unknown> = { context, reqId: logContext.getStore()?.reqId };
+    if (stack) fields.stack = stack;
+    if (message instanceof Error) this.root[level]({ ...fields, err: message }, message.message);
+    else if (typeof message === 'object' && message !== null) this.root[level]({ ...fields, ...message });
+    else this.root[level](fields, String(message));
+  }
+}

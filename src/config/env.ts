@@ -1,0 +1,222 @@
+import 'reflect-metadata';
+import { existsSync } from 'node:fs';
+import { plainToInstance, Transform } from 'class-transformer';
+import {
+  IsBoolean,
+  IsIn,
+  IsInt,
+  IsOptional,
+  IsString,
+  IsUrl,
+  Matches,
+  Max,
+  Min,
+  MinLength,
+  getMetadataStorage,
+  validateSync,
+} from 'class-validator';
+
+// Reads the raw string (obj[key]): implicit conversion would already have made "false" true.
+const toBoolean = ({ obj, key }: { obj: Record<string, unknown>; key: string }) => {
+  const raw = obj[key];
+  if (typeof raw !== 'string') return raw;
+  return ({ true: true, false: false, '1': true, '0': false } as Record<string, boolean>)[raw.toLowerCase()] ?? raw;
+};
+const httpUrl = { require_tld: false, require_protocol: true, protocols: ['http', 'https'] };
+
+/** Seed 000: "expires_in ... 3600 in all responses" of /sso/token. */
+export const USER_ACCESS_TOKEN_TTL = 3600;
+
+/**
+ * Every setting of the service. Each property is one environment variable with its default;
+ * `.env.example` documents the same list.
+ */
+export class Env {
+  /** TCP port for HTTP, the login page and the WebSocket stream. */
+  @Min(0) @Max(65535) @IsInt()
+  PORT: number = 3000;
+
+  /** Interface to listen on. */
+  @IsString() @MinLength(1)
+  HOST: string = '0.0.0.0';
+
+  /** Environment name reported by /health. */
+  @IsString() @MinLength(1)
+  APP_ENV: string = 'development';
+
+  /** pino log level. */
+  @IsIn(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
+  LOG_LEVEL: string = 'info';
+
+  /** External PostgreSQL; unset starts the embedded server under DATA_DIR. */
+  @IsOptional() @Matches(/^postgres(ql)?:\/\/\S+$/, { message: '$property must be a postgres:// URL' })
+  DATABASE_URL?: string;
+
+  /** Largest number of pooled connections to PostgreSQL per instance. */
+  @Min(1) @Max(1000) @IsInt()
+  DATABASE_POOL_SIZE: number = 20;
+
+  /** Folder for the embedded PostgreSQL data and its credentials. */
+  @IsString() @MinLength(1)
+  DATA_DIR: string = './.data';
+
+  /** Port of the embedded PostgreSQL (ignored with DATABASE_URL). */
+  @Min(1) @Max(65535) @IsInt()
+  EMBEDDED_PG_PORT: number = 54329;
+
+  /** Public base URL of the API ({api_url}); default http://localhost:$PORT. */
+  @IsOptional() @IsUrl(httpUrl)
+  API_URL?: string;
+
+  /** Public base URL of the web frontend ({frontend_url}); default http://localhost:$PORT. */
+  @IsOptional() @IsUrl(httpUrl)
+  FRONTEND_URL?: string;
+
+  /** Public base URL of the identity provider ({identity_url}); default http://localhost:$PORT. */
+  @IsOptional() @IsUrl(httpUrl)
+  IDENTITY_URL?: string;
+
+  /** Fastify trustProxy: false, true, a hop count, or comma-separated addresses/CIDRs. */
+  @IsString()
+  TRUST_PROXY: string = 'false';
+
+  /** PEM certificate; with TLS_KEY_FILE the service serves https:// and wss:// itself. */
+  @IsOptional() @IsString()
+  TLS_CERT_FILE?: string;
+
+  /** PEM private key for TLS_CERT_FILE. */
+  @IsOptional() @IsString()
+  TLS_KEY_FILE?: string;
+
+  /** JWT signing algorithm of new keys (RFC 9068 requires RS256 support). */
+  @IsIn(['ES256', 'RS256'])
+  SIGNING_ALG: string = 'ES256';
+
+  /** Seconds a client-credentials access token lives (its stream is closed with 4003 then). */
+  @Min(5) @Max(86400) @IsInt()
+  CLIENT_TOKEN_TTL: number = 3600;
+
+  /** Scope a client-credentials token gets when the request names none. */
+  @Matches(/^[\x21\x23-\x5B\x5D-\x7E]+$/, { message: '$property must be one scope token (RFC 6749 §3.3)' })
+  DEFAULT_CLIENT_SCOPE: string = 'notification:subscribe';
+
+  /** Seconds a helper state (the sign-in link of endpoint 1) stays valid. */
+  @Min(60) @Max(86400) @IsInt()
+  STATE_TTL: number = 600;
+
+  /** Seconds an authorization code stays valid (seed 000: 30 to 60). */
+  @Min(30) @Max(60) @IsInt()
+  AUTH_CODE_TTL: number = 60;
+
+  /** Seconds a refresh token stays valid; every refresh issues a new one. */
+  @Min(60) @Max(365 * 86400) @IsInt()
+  REFRESH_TOKEN_TTL: number = 14 * 86400;
+
+  /** Seconds after a rotation in which the old refresh token is refused without revoking the grant (0: reuse always revokes). */
+  @Min(0) @Max(60) @IsInt()
+  REFRESH_REUSE_GRACE: number = 0;
+
+  /** Seconds a device must wait between two polls of one state (faster polls get 429). */
+  @Min(0) @Max(60) @IsInt()
+  CODE_POLL_MIN_INTERVAL: number = 4;
+
+  /** Seconds between purges of expired states, codes and tokens. */
+  @Min(1) @Max(86400) @IsInt()
+  HOUSEKEEPING_INTERVAL: number = 60;
+
+  /** Seconds a notification is kept for a recipient that has not received it (7 days). */
+  @Min(60) @Max(90 * 86400) @IsInt()
+  NOTIFICATION_RETENTION: number = 7 * 86400;
+
+  /** Most WebSocket connections one instance holds; the next one is closed with 1008. */
+  @Min(1) @Max(1_000_000) @IsInt()
+  WS_MAX_CONNECTIONS: number = 10000;
+
+  /** Seconds between pings; a connection that missed the previous pong is dropped. */
+  @Min(1) @Max(3600) @IsInt()
+  WS_HEARTBEAT_INTERVAL: number = 30;
+
+  /** Largest frame a client may send, in bytes (clients have nothing to say; bigger frames close the connection). */
+  @Min(16) @Max(1_048_576) @IsInt()
+  WS_MAX_INCOMING_BYTES: number = 4096;
+
+  /** Bytes a connection may have waiting to be sent before it is closed as a slow consumer (it gets the rest on reconnect). */
+  @Min(1024) @Max(64 * 1_048_576) @IsInt()
+  WS_MAX_BUFFERED_BYTES: number = 1_048_576;
+
+  /** Comma-separated origins allowed to open the stream from a browser; unset allows any (devices send none). */
+  @IsOptional() @IsString()
+  WS_ALLOWED_ORIGINS?: string;
+
+  /** Seconds a previous client secret keeps working after client:rotate-secret. */
+  @Min(0) @Max(30 * 86400) @IsInt()
+  CLIENT_SECRET_OVERLAP: number = 86400;
+
+  /** Milliseconds /health waits for PostgreSQL before calling it down. */
+  @Min(100) @Max(60000) @IsInt()
+  HEALTH_DB_TIMEOUT_MS: number = 2000;
+
+  /** Milliseconds SIGTERM waits for in-flight requests before closing them. */
+  @Min(0) @Max(600000) @IsInt()
+  SHUTDOWN_TIMEOUT_MS: number = 10000;
+
+  /** Log HTTP requests (method, path, status, time; never queries or headers). */
+  @Transform(toBoolean) @IsBoolean()
+  LOG_REQUESTS: boolean = true;
+
+  /** Longest lifetime of anything signed with the keys: how long a retired key stays published. */
+  get longestSignedLifetime() {
+    return Math.max(USER_ACCESS_TOKEN_TTL, this.CLIENT_TOKEN_TTL, this.STATE_TTL);
+  }
+
+  get apiUrl() {
+    return trimSlash(this.API_URL ?? this.localUrl);
+  }
+
+  get frontendUrl() {
+    return trimSlash(this.FRONTEND_URL ?? this.localUrl);
+  }
+
+  get identityUrl() {
+    return trimSlash(this.IDENTITY_URL ?? this.localUrl);
+  }
+
+  private get localUrl() {
+    return `http://localhost:${this.PORT}`;
+  }
+}
+
+export class InvalidConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(problems.join('\n'));
+    this.name = 'InvalidConfigError';
+  }
+}
+
+const trimSlash = (url: string) => url.replace(/\/+$/, '');
+
+/** Validates raw variables (process.env or a test's overrides); empty strings count as unset. */
+export function loadEnv(source: Record<string, string | undefined>): Env {
+  const raw = Object.fromEntries(
+    Object.entries(source).filter(([key, value]) => value !== undefined && value !== '' && envKeys().has(key)),
+  );
+  const env = plainToInstance(Env, raw, { enableImplicitConversion: true, exposeDefaultValues: true });
+  const problems = validateSync(env, { forbidUnknownValues: false, stopAtFirstError: true }).map(
+    (error) => `Invalid configuration: ${Object.values(error.constraints ?? {}).join('; ')} (got ${JSON.stringify(source[error.property])})`,
+  );
+  if ((env.TLS_CERT_FILE === undefined) !== (env.TLS_KEY_FILE === undefined)) {
+    problems.push('Invalid configuration: TLS_CERT_FILE and TLS_KEY_FILE must be set together');
+  }
+  if (problems.length > 0) throw new InvalidConfigError(problems);
+  return env;
+}
+
+/** The variable names, read from the decorators above so the list cannot drift. */
+const envKeys = () =>
+  new Set(getMetadataStorage().getTargetValidationMetadatas(Env, '', false, false).map((meta) => meta.propertyName));
+
+/** The process environment, after reading `.env` when present (variables already set win). */
+export function loadProcessEnv(): Env {
+  if (existsSync('.env')) process.loadEnvFile('.env');
+  return loadEnv(process.env);
+}

@@ -1,0 +1,54 @@
+import { readdir } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import { DataSource, type DataSourceOptions, type MigrationInterface } from 'typeorm';
+
+/** Any constant: the key of the advisory lock that serialises migrations across instances. */
+const MIGRATION_LOCK_KEY = 7_042_001;
+
+/**
+ * The one set of connection options used by the service, the admin CLI and the TypeORM CLI.
+ * Entities are added by the feature modules (autoLoadEntities); migrations come from migrations/.
+ */
+export async function dataSourceOptions(url: string, poolSize = 10): Promise<DataSourceOptions> {
+  return {
+    type: 'postgres',
+    url,
+    synchronize: false,
+    migrationsRun: false,
+    migrations: await loadMigrations(),
+    extra: {
+      max: poolSize,
+      connectionTimeoutMillis: 5_000,
+      idleTimeoutMillis: 30_000,
+      application_name: 'voyage-connect',
+    },
+  };
+}
+
+/** Applies pending migrations, one instance at a time. */
+export async function runMigrations(dataSource: DataSource): Promise<void> {
+  const lock = dataSource.createQueryRunner();
+  await lock.connect();
+  try {
+    await lock.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+    await dataSource.runMigrations({ transaction: 'each' });
+  } finally {
+    await lock.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]).catch(() => {});
+    await lock.release();
+  }
+}
+
+type MigrationClass = new () => MigrationInterface;
+
+/**
+ * Imports every file of migrations/. Compiled, this file sits in dist/database/ beside
+ * dist/migrations/; from source (tests) it sits in src/database/ under the project root.
+ */
+async function loadMigrations(): Promise<MigrationClass[]> {
+  const compiled = import.meta.url.endsWith('.js');
+  const directory = new URL(compiled ? '../migrations/' : '../../migrations/', import.meta.url);
+  const extension = compiled ? '.js' : '.ts';
+  const files = (await readdir(directory)).filter((file) => file.endsWith(extension) && !file.endsWith('.d.ts')).sort();
+  const modules = await Promise.all(files.map((file) => import(fileURLToPath(new URL(file, directory)))));
+  return modules.flatMap((module) => Object.values(module) as MigrationClass[]);
+}

@@ -1,0 +1,208 @@
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { chmod, chown, mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { userInfo } from 'node:os';
+import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
+import pg from 'pg';
+
+const run = promisify(execFile);
+
+export interface EmbeddedPostgresOptions {
+  /** Folder holding `postgres/` (the cluster) and `embedded-postgres.json` (its credentials). */
+  dataDir: string;
+  port: number;
+  log?: (line: string) => void;
+}
+
+export interface EmbeddedPostgres {
+  /** Connection URL of the `database` on the embedded server. */
+  url(database?: string): string;
+  /** Whether this process started the server (an adopted one is stopped at shutdown too). */
+  readonly startedHere: boolean;
+  /** Stops the server; safe to call when it already died. */
+  stop(): Promise<void>;
+}
+
+interface Credentials {
+  user: string;
+  password: string;
+}
+
+interface Binaries {
+  pgCtl: string;
+  initdb: string;
+}
+
+const USER = 'postgres';
+const STOP_TIMEOUT_S = 20;
+
+/**
+ * Starts (or adopts) a real PostgreSQL server whose data lives under `dataDir`, so the service
+ * runs with zero setup. A server left running by a killed process is reused, never fought:
+ * `pg_ctl status` reads its postmaster.pid.
+ */
+export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): Promise<EmbeddedPostgres> {
+  const log = options.log ?? (() => {});
+  const dataDir = resolve(options.dataDir);
+  const clusterDir = join(dataDir, 'postgres');
+  const binaries = await loadBinaries();
+  const account = await postgresAccount();
+
+  if (!(await exists(join(clusterDir, 'PG_VERSION')))) {
+    await initialiseCluster(dataDir, clusterDir, account, log);
+  }
+  const credentials = JSON.parse(await readFile(join(dataDir, 'embedded-postgres.json'), 'utf8')) as Credentials;
+
+  let startedHere = false;
+  if (await isRunning(binaries, clusterDir, account)) {
+    log(`embedded PostgreSQL already running in ${clusterDir}; reusing it`);
+  } else {
+    startedHere = await startServer(binaries, clusterDir, options.port, account, log);
+  }
+  const port = await runningPort(clusterDir);
+  const url = (database = 'postgres') =>
+    `postgres://${credentials.user}:${encodeURIComponent(credentials.password)}@127.0.0.1:${port}/${database}`;
+
+  return {
+    url,
+    startedHere,
+    stop: () => stopServer(binaries, clusterDir, account, log),
+  };
+}
+
+/** Creates `database` unless it exists; concurrent callers are fine. */
+export async function ensureDatabase(adminUrl: string, database: string): Promise<void> {
+  const client = new pg.Client({ connectionString: adminUrl });
+  await client.connect();
+  try {
+    const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [database]);
+    if (rowCount === 0) {
+      await client.query(`CREATE DATABASE ${client.escapeIdentifier(database)}`).catch((error: { code?: string }) => {
+        if (error.code !== '42P04') throw error; // duplicate_database: another process won the race
+      });
+    }
+  } finally {
+    await client.end();
+  }
+}
+
+async function loadBinaries(): Promise<Binaries> {
+  const platform = process.platform === 'win32' ? 'windows' : process.platform;
+  const binaryPackage = `@embedded-postgres/${platform}-${process.arch}`;
+  const paths = (await import(binaryPackage)) as { pg_ctl: string; initdb: string; postgres: string };
+  // The PostgreSQL server refuses to run as root, so it runs as the postgres account and must be
+  // able to execute these files however the package was unpacked.
+  for (const file of [paths.pg_ctl, paths.initdb, paths.postgres]) {
+    const mode = (await stat(file)).mode;
+    if ((mode & 0o555) !== 0o555) await chmod(file, mode | 0o555);
+  }
+  return { pgCtl: paths.pg_ctl, initdb: paths.initdb };
+}
+
+interface Account {
+  uid?: number;
+  gid?: number;
+}
+
+/** As root, the account PostgreSQL runs as: `postgres`, created when missing. */
+async function postgresAccount(): Promise<Account> {
+  if (userInfo().uid !== 0) return {};
+  const lookup = async () => {
+    const [uid, gid] = await Promise.all([run('id', ['-u', USER]), run('id', ['-g', USER])]);
+    return { uid: Number(uid.stdout.trim()), gid: Number(gid.stdout.trim()) };
+  };
+  try {
+    return await lookup();
+  } catch {
+    await run('groupadd', ['--system', USER]).catch(() => {});
+    await run('useradd', ['--system', '--gid', USER, '--no-create-home', USER]);
+    return lookup();
+  }
+}
+
+/** initdb into a scratch folder, then rename: a crash half-way never leaves a broken cluster. */
+async function initialiseCluster(dataDir: string, clusterDir: string, account: Account, log: (line: string) => void) {
+  log(`initialising embedded PostgreSQL in ${clusterDir}`);
+  const scratch = `${clusterDir}.init`;
+  await mkdir(dataDir, { recursive: true });
+  if (account.uid !== undefined) {
+    // The server runs as the postgres account and must pass through this folder (it never lists it).
+    await chmod(dataDir, (await stat(dataDir)).mode | 0o011);
+  }
+  await rm(scratch, { recursive: true, force: true });
+  await mkdir(scratch, { mode: 0o700 });
+  const credentials: Credentials = { user: USER, password: randomBytes(24).toString('base64url') };
+  const passwordFile = join(dataDir, '.initdb-password');
+  await writeFile(passwordFile, `${credentials.password}\n`, { mode: 0o600 });
+  try {
+    if (account.uid !== undefined) {
+      await chown(scratch, account.uid, account.gid!);
+      await chown(passwordFile, account.uid, account.gid!);
+    }
+    const { initdb } = await loadBinaries();
+    await run(
+      initdb,
+      [`--pgdata=${scratch}`, '--auth=scram-sha-256', `--username=${USER}`, `--pwfile=${passwordFile}`, '--encoding=UTF8', '--locale-provider=builtin', '--builtin-locale=C.UTF-8'],
+      { ...account, env: { ...process.env, LC_ALL: 'C' } },
+    );
+  } catch (error) {
+    throw new Error(`initdb failed (is ${dataDir} reachable by the postgres account?): ${describe(error)}`);
+  } finally {
+    await rm(passwordFile, { force: true });
+  }
+  await writeFile(join(dataDir, 'embedded-postgres.json'), JSON.stringify(credentials), { mode: 0o600 });
+  await rename(scratch, clusterDir);
+}
+
+async function isRunning(binaries: Binaries, clusterDir: string, account: Account): Promise<boolean> {
+  try {
+    await run(binaries.pgCtl, ['status', '-D', clusterDir], account);
+    return true;
+  } catch {
+    return false; // exit 3: no server running (a stale postmaster.pid is ignored by pg_ctl)
+  }
+}
+
+async function startServer(binaries: Binaries, clusterDir: string, port: number, account: Account, log: (line: string) => void) {
+  log(`starting embedded PostgreSQL on 127.0.0.1:${port}`);
+  const serverOptions = `-p ${port} -c listen_addresses=127.0.0.1 -c unix_socket_directories=''`;
+  try {
+    // pg_ctl detaches the server (its own session), so no signal sent to this process reaches it.
+    await run(binaries.pgCtl, ['start', '-D', clusterDir, '-w', '-t', '60', '-l', join(clusterDir, 'server.log'), '-o', serverOptions], account);
+    return true;
+  } catch (error) {
+    // Another process may have started it between our status check and now.
+    if (await isRunning(binaries, clusterDir, account)) return false;
+    const tail = await readFile(join(clusterDir, 'server.log'), 'utf8').catch(() => '');
+    throw new Error(`embedded PostgreSQL did not start: ${describe(error)}\n${tail.split('\n').slice(-8).join('\n')}`);
+  }
+}
+
+async function stopServer(binaries: Binaries, clusterDir: string, account: Account, log: (line: string) => void) {
+  if (!(await isRunning(binaries, clusterDir, account))) return;
+  log('stopping embedded PostgreSQL');
+  // pg_ctl gives up after STOP_TIMEOUT_S; the outer timeout covers a wedged pg_ctl itself.
+  await run(binaries.pgCtl, ['stop', '-D', clusterDir, '-m', 'fast', '-w', '-t', String(STOP_TIMEOUT_S)], {
+    ...account,
+    timeout: (STOP_TIMEOUT_S + 5) * 1000,
+  }).catch((error) => log(`embedded PostgreSQL stop: ${describe(error)}`));
+}
+
+/** The port the running server listens on: line 4 of postmaster.pid (it may differ from ours when adopted). */
+async function runningPort(clusterDir: string): Promise<number> {
+  const pidFile = await readFile(join(clusterDir, 'postmaster.pid'), 'utf8');
+  return Number(pidFile.split('\n')[3]);
+}
+
+async function exists(path: string) {
+  return stat(path).then(
+    () => true,
+    () => false,
+  );
+}
+
+function describe(error: unknown): string {
+  const { stderr, message } = error as { stderr?: string; message?: string };
+  return (stderr || message || String(error)).trim();
+}

@@ -1,0 +1,11 @@
+import { Global, Module } from '@nestjs/common';
+import { MetricsController } from './metrics.controller.js';
+import { Metrics } from './metrics.service.js';
+
+@Global()
+@Module({
+  controllers: [MetricsController],
+  providers: [Metrics],
+  exports: [Metrics],
+})
+export class MetricsModule {}

@@ -1,0 +1,70 @@
+import { Injectable } from '@nestjs/common';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+/**
+ * The service's Prometheus metrics, in a registry of its own (not prom-client's global one), so
+ * several app instances in one process each report their own figures.
+ */
+@Injectable()
+export class Metrics {
+  readonly registry = new Registry();
+
+  readonly httpDuration = new Histogram({
+    name: 'http_request_duration_seconds',
+    help: 'HTTP request latency by route and status',
+    labelNames: ['method', 'route', 'status'] as const,
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    registers: [this.registry],
+  });
+
+  readonly tokensIssued = new Counter({
+    name: 'oauth_tokens_issued_total',
+    help: 'Access tokens issued, by grant type',
+    labelNames: ['grant'] as const,
+    registers: [this.registry],
+  });
+
+  readonly wsConnects = new Counter({ name: 'ws_connections_total', help: 'Stream connections accepted', registers: [this.registry] });
+
+  readonly wsCloses = new Counter({
+    name: 'ws_closes_total',
+    help: 'Stream connections closed, by close code',
+    labelNames: ['code'] as const,
+    registers: [this.registry],
+  });
+
+  readonly notificationsPublished = new Counter({
+    name: 'notifications_published_total',
+    help: 'Notifications stored (repeats of a stored one are not counted)',
+    registers: [this.registry],
+  });
+
+  readonly notificationsDelivered = new Counter({
+    name: 'notifications_delivered_total',
+    help: 'Notification messages written to stream connections',
+    registers: [this.registry],
+  });
+
+  readonly publishToPush = new Histogram({
+    name: 'notification_publish_to_push_seconds',
+    help: 'Time from a notification being stored to its push on a live connection',
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5, 30],
+    registers: [this.registry],
+  });
+
+  constructor() {
+    collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** A gauge read when scraped (open connections, pending notifications). */
+  gauge(name: string, help: string, read: () => number | Promise<number>): void {
+    new Gauge({
+      name,
+      help,
+      registers: [this.registry],
+      async collect() {
+        this.set(await read());
+      },
+    });
+  }
+}

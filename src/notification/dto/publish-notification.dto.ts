@@ -1,0 +1,113 @@
+import { ApiProperty } from '@nestjs/swagger';
+import { Type } from 'class-transformer';
+import { ArrayMaxSize, IsArray, IsNotEmpty, IsString, IsUUID, MaxLength, ValidateBy, ValidateNested } from 'class-validator';
+
+/** RFC 3339 in UTC or with an offset, with milliseconds, as the seed's samples. */
+const RFC3339_MILLIS = /^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])T([01]\d|2[0-3]):[0-5]\d:[0-5]\d\.\d{3}(Z|[+-]([01]\d|2[0-3]):[0-5]\d)$/;
+const timestampMessage = '$property must be an RFC 3339 timestamp with milliseconds, e.g. 2026-11-21T08:30:00.000Z';
+
+/** RFC 3339 §5.7: the day must exist in its month and year (2026-02-30 is not a date, though Date.parse rolls it over). */
+export function isCalendarDate(value: string): boolean {
+  const match = /^(\d{4})-(\d\d)-(\d\d)/.exec(value);
+  if (!match) return false;
+  const [year, month, day] = match.slice(1).map(Number);
+  const date = new Date(0);
+  date.setUTCFullYear(year, month - 1, day);
+  return date.getUTCFullYear() === year && date.getUTCMonth() === month - 1 && date.getUTCDate() === day;
+}
+
+const IsTimestamp = () =>
+  ValidateBy({
+    name: 'isRfc3339Millis',
+    validator: {
+      validate: (value: unknown) => typeof value === 'string' && RFC3339_MILLIS.test(value) && isCalendarDate(value),
+      defaultMessage: () => timestampMessage,
+    },
+  });
+
+export class DeliverableDto {
+  @ApiProperty({ example: 'pdf' })
+  @IsString()
+  @IsNotEmpty()
+  @MaxLength(100)
+  productType: string;
+}
+
+/** Seed 001's notification plus `recipient`, the client whose connections receive it. */
+export class PublishNotificationDto {
+  @ApiProperty({ description: 'client_id of the receiving client' })
+  @IsString()
+  @IsNotEmpty()
+  @MaxLength(100)
+  recipient: string;
+
+  @ApiProperty({ format: 'uuid' })
+  @IsUUID('all')
+  correlationId: string;
+
+  @ApiProperty({ example: 'RouteAdvice' })
+  @IsString()
+  @IsNotEmpty()
+  @MaxLength(200)
+  productName: string;
+
+  @ApiProperty({ example: 'RouteConfigurationService' })
+  @IsString()
+  @IsNotEmpty()
+  @MaxLength(200)
+  origin: string;
+
+  @ApiProperty({ example: 'New' })
+  @IsString()
+  @IsNotEmpty()
+  @MaxLength(100)
+  status: string;
+
+  @ApiProperty({ example: '2026-11-21T08:30:00.000Z' })
+  @IsTimestamp()
+  statusTimestamp: string;
+
+  @ApiProperty({ type: [DeliverableDto] })
+  @IsArray()
+  @ArrayMaxSize(50)
+  @ValidateNested({ each: true })
+  @Type(() => DeliverableDto)
+  deliverables: DeliverableDto[];
+
+  @ApiProperty()
+  @IsString()
+  @IsNotEmpty()
+  @MaxLength(200)
+  customerReferenceId: string;
+
+  @ApiProperty({ format: 'uuid' })
+  @IsUUID('all')
+  routeCalculationScheduleId: string;
+
+  @ApiProperty({ type: [String] })
+  @IsArray()
+  @ArrayMaxSize(100)
+  @IsString({ each: true })
+  @MaxLength(2000, { each: true })
+  warnings: string[];
+
+  @ApiProperty({ example: '2026-11-21T08:30:00.000Z' })
+  @IsTimestamp()
+  creationDate: string;
+}
+
+/** The pushed message: exactly the seed's fields, in the seed's order, nothing else. */
+export function toPushedMessage(dto: PublishNotificationDto): string {
+  return JSON.stringify({
+    correlationId: dto.correlationId,
+    productName: dto.productName,
+    origin: dto.origin,
+    status: dto.status,
+    statusTimestamp: dto.statusTimestamp,
+    deliverables: dto.deliverables.map((deliverable) => ({ productType: deliverable.productType })),
+    customerReferenceId: dto.customerReferenceId,
+    routeCalculationScheduleId: dto.routeCalculationScheduleId,
+    warnings: dto.warnings,
+    creationDate: dto.creationDate,
+  });
+}

@@ -1,0 +1,69 @@
+import type { IncomingMessage } from 'node:http';
+import type { INestApplicationContext } from '@nestjs/common';
+import { WsAdapter } from '@nestjs/platform-ws';
+import type { WebSocketServer } from 'ws';
+import type { AccessTokenClaims } from '../token/access-tokens.service.js';
+import type { UpgradeDecision } from './stream-authorizer.js';
+
+/** RFC 6455 §7.4.1 "going away": the seed's "server is shutting down, reconnect". */
+export const GOING_AWAY = 1001;
+const CLOSE_HANDSHAKE_MS = 1_000;
+
+const TOKEN = Symbol('voyage.token');
+
+/** The verified token of an upgraded request. */
+export const tokenOfUpgrade = (request: IncomingMessage): AccessTokenClaims => (request as unknown as Record<symbol, AccessTokenClaims>)[TOKEN];
+
+export interface StreamOptions {
+  authorize(request: IncomingMessage): Promise<UpgradeDecision>;
+  maxIncomingBytes: number;
+  /** Runs once every socket is closed (delivery cursors are saved then). */
+  afterClose(): Promise<void>;
+}
+
+/**
+ * Nest's ws adapter with what the stream needs: the token is checked before the handshake (a
+ * refused upgrade is a plain HTTP 401/403 with WWW-Authenticate), incoming frames are capped,
+ * and shutdown closes every socket with 1001 instead of terminating it (which clients see as 1006).
+ */
+export class NotificationWsAdapter extends WsAdapter {
+  constructor(
+    app: INestApplicationContext,
+    private readonly stream: StreamOptions,
+  ) {
+    super(app);
+  }
+
+  override create(port: number, options: Record<string, unknown> = {}) {
+    return super.create(port, {
+      ...options,
+      maxPayload: this.stream.maxIncomingBytes,
+      perMessageDeflate: false,
+      verifyClient: (info: { req: IncomingMessage }, done: (ok: boolean, status?: number, message?: string, headers?: Record<string, string>) => void) => {
+        this.stream.authorize(info.req).then(
+          (decision) => {
+            if (!decision.ok) return done(false, decision.status, decision.message, decision.headers);
+            (info.req as unknown as Record<symbol, AccessTokenClaims>)[TOKEN] = decision.token;
+            done(true);
+          },
+          () => done(false, 503, 'Service Unavailable'),
+        );
+      },
+    });
+  }
+
+  override async close(server: WebSocketServer): Promise<void> {
+    // Stop accepting first: an upgrade that completes from now on is answered 503 by ws, instead of
+    // opening after the snapshot below and being cut (1006) with the silent clients.
+    const stopped = new Promise((resolve) => server.close(resolve));
+    const sockets = [...server.clients];
+    const closed = sockets.map((socket) => new Promise((resolve) => socket.once('close', resolve)));
+    for (const socket of sockets) socket.close(GOING_AWAY, 'server shutting down');
+    // Clients normally answer the close frame at once; a silent one is cut after a second.
+    const deadline = new Promise((resolve) => setTimeout(resolve, CLOSE_HANDSHAKE_MS).unref());
+    await Promise.race([Promise.all(closed), deadline]);
+    for (const socket of server.clients) socket.terminate();
+    await stopped;
+    await this.stream.afterClose();
+  }
+}

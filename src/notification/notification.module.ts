@@ -1,0 +1,33 @@
+import { Module } from '@nestjs/common';
+import { TerminusModule } from '@nestjs/terminus';
+import { ClientsModule } from '../clients/clients.module.js';
+import { HealthModule } from '../health/health.module.js';
+import { TokenModule } from '../token/token.module.js';
+import { BearerAuthenticator } from './bearer-authenticator.js';
+import { BearerGuard } from './bearer.guard.js';
+import { DeliveryService } from './delivery.service.js';
+import { NotificationHistory } from './notification-history.service.js';
+import { NotificationListener } from './notification-listener.service.js';
+import { NotificationMetrics } from './notification-metrics.js';
+import { NotificationPublishingModule } from './notification-publishing.module.js';
+import { NotificationController } from './notification.controller.js';
+import { NotificationGateway } from './notification.gateway.js';
+import { StreamAuthorizer } from './stream-authorizer.js';
+
+/** Seed 001: publish, store, and push report notifications over the WebSocket stream. */
+@Module({
+  imports: [ClientsModule, TokenModule, HealthModule, TerminusModule, NotificationPublishingModule],
+  controllers: [NotificationController],
+  providers: [
+    BearerAuthenticator,
+    BearerGuard,
+    DeliveryService,
+    NotificationGateway,
+    NotificationHistory,
+    NotificationListener,
+    NotificationMetrics,
+    StreamAuthorizer,
+  ],
+  exports: [StreamAuthorizer, DeliveryService],
+})
+export class NotificationModule {}

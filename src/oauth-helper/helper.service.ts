@@ -1,0 +1,93 @@
+import { Injectable } from '@nestjs/common';
+import type { ClientEntity } from '../clients/client.entity.js';
+import { ClientsService } from '../clients/clients.service.js';
+import { InvalidRedirectUrl, isRedirectAllowed, parseRedirectUrl } from '../clients/redirect-pattern.js';
+import { Env } from '../config/env.js';
+import { AuthorizationCodeIssuer } from '../token/authorization-code-issuer.js';
+import { invalidRequest, OAuthError } from '../token/oauth-error.js';
+import { readOAuthParams } from '../token/oauth-params.js';
+import { S256_CHALLENGE } from '../token/pkce.js';
+import { PollLimiter } from './poll-limiter.js';
+import { InvalidState, StateTokens } from './state-tokens.service.js';
+
+export interface HelperConfig {
+  authorize_url: string;
+  code_url: string;
+  accesstoken_request_url: string;
+}
+
+const noCode = () => new OAuthError('not_found', 'no authorization code is available for this state', { status: 404 });
+
+/** Seed 000 endpoints 1 and 2: hand out sign-in links, and their codes to polling devices. */
+@Injectable()
+export class HelperService {
+  private readonly polls: PollLimiter;
+
+  constructor(
+    private readonly clients: ClientsService,
+    private readonly states: StateTokens,
+    private readonly codes: AuthorizationCodeIssuer,
+    private readonly env: Env,
+  ) {
+    this.polls = new PollLimiter(env.CODE_POLL_MIN_INTERVAL * 1000, env.STATE_TTL * 1000);
+  }
+
+  async config(clientId: string, query: unknown): Promise<HelperConfig> {
+    const params = readOAuthParams(query);
+    const client = await this.clients.findEnabled(clientId);
+    if (!client) throw new OAuthError('invalid_client', 'unknown or disabled client', { status: 404 });
+    if (!client.grants.includes('authorization_code')) throw new OAuthError('unauthorized_client', 'this client may not use authorization_code');
+    const redirectUrl = allowedRedirectUrl(client, params.get('redirect_url'));
+    const codeChallenge = pkceChallenge(params.get('code_challenge'), params.get('code_challenge_method'));
+    const state = await this.states.issue({ clientId: client.id, redirectUrl, codeChallenge });
+
+    const authorize = new URL(`${this.env.frontendUrl}/sso/authorize`);
+    authorize.search = new URLSearchParams({ response_type: 'code', client_id: client.id, state }).toString();
+    const poll = new URL(`${this.env.apiUrl}/external/oauth2helper/code/get/${encodeURIComponent(client.id)}`);
+    poll.search = new URLSearchParams({ state }).toString();
+    return { authorize_url: authorize.href, code_url: poll.href, accesstoken_request_url: `${this.env.frontendUrl}/sso/token` };
+  }
+
+  /** 200 `{code}` once; 404 before and after; 400 for a bad state; 429 when polled too fast. */
+  async poll(clientId: string, query: unknown, setRetryAfter: (seconds: number) => void): Promise<{ code: string }> {
+    const params = readOAuthParams(query);
+    let stateId: string;
+    try {
+      stateId = (await this.states.verify(params.get('state'), clientId)).jti;
+    } catch (error) {
+      if (!(error instanceof InvalidState)) throw error;
+      // The seed's 404 for an unknown provider wins over the state's 400.
+      if (!(await this.clients.findEnabled(clientId))) throw noCode();
+      throw invalidRequest(error.message);
+    }
+    const wait = this.polls.retryAfter(stateId);
+    if (wait > 0) {
+      setRetryAfter(wait);
+      throw new OAuthError('slow_down', `poll at most every ${this.env.CODE_POLL_MIN_INTERVAL} seconds`, { status: 429 });
+    }
+    const code = await this.codes.pickUp(stateId, clientId);
+    if (!code) throw noCode();
+    return { code };
+  }
+}
+
+function allowedRedirectUrl(client: ClientEntity, redirectUrl: string | undefined): string | undefined {
+  if (redirectUrl === undefined) return undefined;
+  try {
+    const url = parseRedirectUrl(redirectUrl);
+    if (!isRedirectAllowed(url, client.redirectPatterns)) throw invalidRequest('redirect_url is not registered for this client');
+    return url.href;
+  } catch (error) {
+    if (error instanceof InvalidRedirectUrl) throw invalidRequest(`redirect_url ${error.message}`);
+    throw error;
+  }
+}
+
+/** RFC 7636 §4.3, S256 only: `plain` would let an intercepted challenge redeem the code. */
+function pkceChallenge(challenge: string | undefined, method: string | undefined): string | undefined {
+  if (challenge === undefined && method === undefined) return undefined;
+  if (challenge === undefined) throw invalidRequest('code_challenge_method without code_challenge');
+  if (method !== 'S256') throw invalidRequest('code_challenge_method must be S256');
+  if (!S256_CHALLENGE.test(challenge)) throw invalidRequest('code_challenge must be a base64url SHA-256 digest (43 characters)');
+  return challenge;
+}

@@ -1,0 +1,123 @@
+import { timingSafeEqual } from 'node:crypto';
+import { Injectable } from '@nestjs/common';
+import type { ClientEntity } from '../clients/client.entity.js';
+import { ClientsService } from '../clients/clients.service.js';
+import { isRedirectAllowed } from '../clients/redirect-pattern.js';
+import { AuthorizationCodeIssuer } from '../token/authorization-code-issuer.js';
+import { OAuthError } from '../token/oauth-error.js';
+import { type OAuthParams, readOAuthParams } from '../token/oauth-params.js';
+import { UsersService } from '../users/users.service.js';
+import { loginPage, messagePage } from './login-page.js';
+import { LoginThrottle } from './login-throttle.service.js';
+import { InvalidState, type StateClaims, StateTokens } from './state-tokens.service.js';
+
+/** What /sso/authorize answers: an HTML page, or a redirect to the device's verified URL. */
+export type AuthorizeOutcome = { kind: 'page'; status: number; html: string; redirectOrigin?: string } | { kind: 'redirect'; location: string };
+
+interface VerifiedRequest {
+  client: ClientEntity;
+  state: string;
+  claims: StateClaims;
+}
+
+const errorPage = (message: string): AuthorizeOutcome => ({
+  kind: 'page',
+  status: 400,
+  html: messagePage('This sign-in link does not work', `${message} Start the sign-in again from your device.`),
+});
+
+/** The login page of the helper flow: checks the sign-in link, the user, and completes the authorization. */
+@Injectable()
+export class LoginService {
+  constructor(
+    private readonly clients: ClientsService,
+    private readonly states: StateTokens,
+    private readonly codes: AuthorizationCodeIssuer,
+    private readonly users: UsersService,
+    private readonly throttle: LoginThrottle,
+  ) {}
+
+  async show(query: unknown, csrfToken: string): Promise<AuthorizeOutcome> {
+    const request = await this.verify(query);
+    return 'kind' in request ? request : this.form(request, csrfToken, 200);
+  }
+
+  async submit(body: unknown, csrf: { cookie?: string; fresh: string }, address: string): Promise<AuthorizeOutcome> {
+    const request = await this.verify(body);
+    if ('kind' in request) return request;
+    const params = readOAuthParams(body);
+    if (!csrfMatches(csrf.cookie, params.get('csrf_token'))) {
+      return this.form(request, csrf.fresh, 403, 'Your sign-in form expired. Please sign in again.');
+    }
+    const username = params.get('username');
+    const password = params.get('password');
+    if (!username || !password) return this.form(request, csrf.fresh, 400, 'Enter your username and password.', username);
+
+    const keys = { user: username, address };
+    // Counted as a failure before the password is checked, so parallel attempts cannot outrun the count.
+    const wait = await this.throttle.reserveAttempt(keys);
+    if (wait > 0) return this.form(request, csrf.fresh, 429, `Too many failed attempts. Try again in ${wait} second${wait === 1 ? '' : 's'}.`, username);
+    const user = await this.users.authenticate(username, password);
+    if (!user) return this.form(request, csrf.fresh, 200, 'Wrong username or password.', username);
+    await this.throttle.recordSuccess(keys);
+    return this.complete(request, user.id);
+  }
+
+  private async complete({ client, state, claims }: VerifiedRequest, userId: string): Promise<AuthorizeOutcome> {
+    const approval = {
+      stateId: claims.jti,
+      clientId: client.id,
+      userId,
+      redirectUrl: claims.redirect_url ?? null,
+      codeChallenge: claims.code_challenge ?? null,
+      stateExpiresAt: new Date(claims.exp * 1000),
+    };
+    if (!claims.redirect_url) {
+      if (!(await this.codes.approveForPolling(approval))) return errorPage('This sign-in link was already used.');
+      return { kind: 'page', status: 200, html: messagePage("You're signed in", 'Return to your device: it will finish signing in by itself.') };
+    }
+    // The state's signature proves the URL unchanged since it was checked; it is checked again
+    // in case an operator has removed the pattern since.
+    const location = new URL(claims.redirect_url);
+    if (!isRedirectAllowed(location, client.redirectPatterns)) return errorPage('The device address is no longer allowed for this application.');
+    const code = await this.codes.approveWithRedirect(approval);
+    if (!code) return errorPage('This sign-in link was already used.');
+    location.searchParams.append('code', code);
+    location.searchParams.append('state', state);
+    return { kind: 'redirect', location: location.href };
+  }
+
+  /** The request's client, state and response type; an error page for anything wrong. */
+  private async verify(input: unknown): Promise<VerifiedRequest | AuthorizeOutcome> {
+    let params: OAuthParams;
+    try {
+      params = readOAuthParams(input);
+    } catch (error) {
+      if (error instanceof OAuthError) return errorPage('The request is malformed.');
+      throw error;
+    }
+    if (params.get('response_type') !== 'code') return errorPage('The request asks for an unsupported response type.');
+    const client = await this.clients.findEnabled(params.get('client_id') ?? '');
+    if (!client) return errorPage('The application is unknown or disabled.');
+    const state = params.get('state');
+    try {
+      const claims = await this.states.verify(state, client.id);
+      if (await this.codes.isStateUsed(claims.jti)) return errorPage('This sign-in link was already used.');
+      return { client, state: state!, claims };
+    } catch (error) {
+      if (error instanceof InvalidState) return errorPage('The sign-in link is invalid or has expired.');
+      throw error;
+    }
+  }
+
+  private form(request: VerifiedRequest, csrfToken: string, status: number, error?: string, username?: string): AuthorizeOutcome {
+    const html = loginPage({ clientName: request.client.name, clientId: request.client.id, state: request.state, csrfToken, error, username });
+    return { kind: 'page', status, html, redirectOrigin: request.claims.redirect_url && new URL(request.claims.redirect_url).origin };
+  }
+}
+
+function csrfMatches(cookie: string | undefined, submitted: string | undefined): boolean {
+  if (!cookie || !submitted) return false;
+  const [a, b] = [Buffer.from(cookie), Buffer.from(submitted)];
+  return a.length === b.length && timingSafeEqual(a, b);
+}

@@ -1,0 +1,19 @@
+import { Module } from '@nestjs/common';
+import { ClientsModule } from '../clients/clients.module.js';
+import { KeysModule } from '../keys/keys.module.js';
+import { TokenModule } from '../token/token.module.js';
+import { UsersModule } from '../users/users.module.js';
+import { AuthorizeController } from './authorize.controller.js';
+import { HelperController } from './helper.controller.js';
+import { HelperService } from './helper.service.js';
+import { LoginThrottle } from './login-throttle.service.js';
+import { LoginService } from './login.service.js';
+import { StateTokens } from './state-tokens.service.js';
+
+/** Seed 000's helper: sign-in links for devices, the login page, and code pick-up. */
+@Module({
+  imports: [ClientsModule, KeysModule, TokenModule, UsersModule],
+  controllers: [HelperController, AuthorizeController],
+  providers: [HelperService, LoginService, LoginThrottle, StateTokens],
+})
+export class OAuthHelperModule {}

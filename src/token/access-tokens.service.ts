@@ -1,0 +1,73 @@
+import { randomUUID } from 'node:crypto';
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import { Env } from '../config/env.js';
+import { JwtSigner } from '../keys/jwt-signer.service.js';
+
+/** RFC 9068 §2.1: the JOSE type of a JWT access token. */
+export const ACCESS_TOKEN_TYP = 'at+jwt';
+
+/** RFC 9068 §2.2 claims; `sid` names the grant a user token belongs to (absent for client tokens). */
+export interface AccessTokenClaims {
+  iss: string;
+  sub: string;
+  aud: string;
+  client_id: string;
+  scope?: string;
+  iat: number;
+  exp: number;
+  jti: string;
+  sid?: string;
+}
+
+export interface NewAccessToken {
+  subject: string;
+  clientId: string;
+  scope: string | null;
+  lifetimeSeconds: number;
+  grantId?: string;
+  audience?: string;
+}
+
+@Injectable()
+export class AccessTokens {
+  constructor(
+    private readonly signer: JwtSigner,
+    private readonly env: Env,
+    @InjectDataSource() private readonly dataSource: DataSource,
+  ) {}
+
+  issue(token: NewAccessToken): Promise<string> {
+    return this.signer.sign(
+      {
+        iss: this.env.identityUrl,
+        sub: token.subject,
+        aud: token.audience ?? this.env.apiUrl,
+        client_id: token.clientId,
+        ...(token.scope ? { scope: token.scope } : {}),
+        jti: randomUUID(),
+        ...(token.grantId ? { sid: token.grantId } : {}),
+      },
+      { typ: ACCESS_TOKEN_TYP, expiresInSeconds: token.lifetimeSeconds },
+    );
+  }
+
+  /** Signature, type, issuer and expiry; throws InvalidJwt. Revocation is checked separately. */
+  verify(token: string): Promise<AccessTokenClaims> {
+    return this.signer.verify<AccessTokenClaims>(token, { typ: ACCESS_TOKEN_TYP, issuer: this.env.identityUrl });
+  }
+
+  /** RFC 7009 for a JWT: remember its id until it would have expired anyway. */
+  async revoke(claims: AccessTokenClaims): Promise<void> {
+    await this.dataSource.query('INSERT INTO revoked_access_tokens (jti, expires_at) VALUES ($1, to_timestamp($2)) ON CONFLICT DO NOTHING', [
+      claims.jti,
+      claims.exp,
+    ]);
+  }
+
+  async isRevoked(claims: AccessTokenClaims): Promise<boolean> {
+    const rows = await this.dataSource.query('SELECT 1 FROM revoked_access_tokens WHERE jti = $1', [claims.jti]);
+    return rows.length > 0;
+  }
+}

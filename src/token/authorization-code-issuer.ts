@@ -1,0 +1,51 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import { randomToken, sha256 } from '../common/crypto/opaque-token.js';
+import { Env } from '../config/env.js';
+import { type Approval, AuthorizationCodesRepository } from './authorization-codes.repository.js';
+
+export type { Approval } from './authorization-codes.repository.js';
+
+/**
+ * Turns completed sign-ins into authorization codes: 256 random bits, stored hashed, valid
+ * AUTH_CODE_TTL seconds from the moment the device receives them. A state yields one code.
+ */
+@Injectable()
+export class AuthorizationCodeIssuer {
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly codes: AuthorizationCodesRepository,
+    private readonly env: Env,
+  ) {}
+
+  /** Redirect flow: the code travels with the browser at once. Null when the state was already used. */
+  approveWithRedirect(approval: Approval): Promise<string | null> {
+    return this.dataSource.transaction(async (manager) => {
+      if (!(await this.codes.insertApproval(manager, approval, true))) return null;
+      const { code, codeHash, expiresAt } = this.newCode();
+      await this.codes.insert(manager, { ...approval, codeHash, expiresAt });
+      return code;
+    });
+  }
+
+  /** Polling flow: the code is minted when the device collects it. False when the state was already used. */
+  approveForPolling(approval: Approval): Promise<boolean> {
+    return this.codes.insertApproval(this.dataSource.manager, approval, false);
+  }
+
+  /** The code for an approved state, exactly once; null while not approved and after collection. */
+  async pickUp(stateId: string, clientId: string): Promise<string | null> {
+    const { code, codeHash, expiresAt } = this.newCode();
+    return (await this.codes.pickUp(this.dataSource.manager, stateId, clientId, codeHash, expiresAt)) ? code : null;
+  }
+
+  isStateUsed(stateId: string): Promise<boolean> {
+    return this.codes.isStateUsed(this.dataSource.manager, stateId);
+  }
+
+  private newCode() {
+    const code = randomToken(32);
+    return { code, codeHash: sha256(code), expiresAt: new Date(Date.now() + this.env.AUTH_CODE_TTL * 1000) };
+  }
+}

@@ -1,0 +1,93 @@
+import { Injectable } from '@nestjs/common';
+import type { EntityManager } from 'typeorm';
+
+export interface AuthorizationCodeRow {
+  client_id: string;
+  user_id: string;
+  redirect_url: string | null;
+  code_challenge: string | null;
+  expires_at: Date;
+  consumed_at: Date | null;
+  grant_id: string | null;
+}
+
+export interface NewAuthorizationCode {
+  codeHash: Buffer;
+  stateId: string;
+  clientId: string;
+  userId: string;
+  redirectUrl: string | null;
+  codeChallenge: string | null;
+  expiresAt: Date;
+}
+
+/** A completed sign-in, keyed by the state that started it. */
+export interface Approval {
+  stateId: string;
+  clientId: string;
+  userId: string;
+  redirectUrl: string | null;
+  codeChallenge: string | null;
+  stateExpiresAt: Date;
+}
+
+/** Approved sign-ins (`authorizations`) and the codes issued for them (`authorization_codes`). */
+@Injectable()
+export class AuthorizationCodesRepository {
+  /** Records the approval; false when the state was already used (it is single use). */
+  async insertApproval(manager: EntityManager, approval: Approval, pickedUp: boolean): Promise<boolean> {
+    const rows = await manager.query(
+      `INSERT INTO authorizations (state_id, client_id, user_id, redirect_url, code_challenge, expires_at, picked_up_at)
+       VALUES ($1, $2, $3, $4, $5, $6, CASE WHEN $7 THEN now() END)
+       ON CONFLICT (state_id) DO NOTHING RETURNING 1`,
+      [approval.stateId, approval.clientId, approval.userId, approval.redirectUrl, approval.codeChallenge, approval.stateExpiresAt, pickedUp],
+    );
+    return rows.length > 0;
+  }
+
+  async isStateUsed(manager: EntityManager, stateId: string): Promise<boolean> {
+    return (await manager.query('SELECT 1 FROM authorizations WHERE state_id = $1', [stateId])).length > 0;
+  }
+
+  /**
+   * The polling flow's hand-over, in one statement: marks an approved, not yet collected state
+   * as collected and stores the new code's hash. Nothing matches (one primary-key probe) while
+   * the user has not signed in, after the code was collected, or for a disabled client.
+   */
+  async pickUp(manager: EntityManager, stateId: string, clientId: string, codeHash: Buffer, codeExpiresAt: Date): Promise<boolean> {
+    const rows = await manager.query(
+      `WITH picked AS (
+         UPDATE authorizations SET picked_up_at = now()
+         WHERE state_id = $1 AND client_id = $2 AND picked_up_at IS NULL AND expires_at > now()
+           AND EXISTS (SELECT 1 FROM clients WHERE id = $2 AND enabled)
+         RETURNING state_id, client_id, user_id, redirect_url, code_challenge)
+       INSERT INTO authorization_codes (code_hash, state_id, client_id, user_id, redirect_url, code_challenge, expires_at)
+       SELECT $3, state_id, client_id, user_id, redirect_url, code_challenge, $4 FROM picked
+       RETURNING 1`,
+      [stateId, clientId, codeHash, codeExpiresAt],
+    );
+    return rows.length > 0;
+  }
+
+  async insert(manager: EntityManager, code: NewAuthorizationCode): Promise<void> {
+    await manager.query(
+      `INSERT INTO authorization_codes (code_hash, state_id, client_id, user_id, redirect_url, code_challenge, expires_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+      [code.codeHash, code.stateId, code.clientId, code.userId, code.redirectUrl, code.codeChallenge, code.expiresAt],
+    );
+  }
+
+  /** The code row, locked until the transaction ends, so two exchanges of one code serialise. */
+  async lock(manager: EntityManager, codeHash: Buffer): Promise<AuthorizationCodeRow | undefined> {
+    const [row] = await manager.query(
+      `SELECT client_id, user_id, redirect_url, code_challenge, expires_at, consumed_at, grant_id
+       FROM authorization_codes WHERE code_hash = $1 FOR UPDATE`,
+      [codeHash],
+    );
+    return row;
+  }
+
+  async markConsumed(manager: EntityManager, codeHash: Buffer, grantId: string | null): Promise<void> {
+    await manager.query('UPDATE authorization_codes SET consumed_at = now(), grant_id = $2 WHERE code_hash = $1', [codeHash, grantId]);
+  }
+}

@@ -1,0 +1,69 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import type { ClientEntity } from '../../clients/client.entity.js';
+import { sha256 } from '../../common/crypto/opaque-token.js';
+import { AuthorizationCodesRepository } from '../authorization-codes.repository.js';
+import { GrantsRepository } from '../grants.repository.js';
+import { invalidGrant } from '../oauth-error.js';
+import { type OAuthParams, requireParam } from '../oauth-params.js';
+import { verifierMatches } from '../pkce.js';
+import { assertScopeAllowed, formatScope, parseScope } from '../scope.js';
+import { inTokenTransaction } from '../token-transaction.js';
+import { UserTokenIssuer, type UserTokenResponse } from '../user-token-issuer.js';
+import type { GrantHandler } from './grant-handler.js';
+
+/** RFC 6749 §4.1.3, with RFC 7636 PKCE and RFC 9700 §4.2.4 replay handling. */
+@Injectable()
+export class AuthorizationCodeGrant implements GrantHandler<UserTokenResponse> {
+  readonly name = 'authorization_code';
+
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly codes: AuthorizationCodesRepository,
+    private readonly grants: GrantsRepository,
+    private readonly tokens: UserTokenIssuer,
+  ) {}
+
+  async handle(params: OAuthParams, client: ClientEntity): Promise<UserTokenResponse> {
+    const codeHash = sha256(requireParam(params, 'code'));
+    const scope = parseScope(params.get('scope'));
+    assertScopeAllowed(scope, client.scopes);
+    const verifier = params.get('code_verifier');
+    const redirectUri = params.get('redirect_uri');
+
+    return inTokenTransaction(this.dataSource, async (manager) => {
+      const code = await this.codes.lock(manager, codeHash);
+      // Another client's code is indistinguishable from no code, and is left untouched.
+      if (!code || code.client_id !== client.id) return invalidGrant('the authorization code is invalid');
+      if (code.consumed_at) {
+        // A second use means the code leaked: revoke everything issued from it (RFC 6749 §4.1.2).
+        if (code.grant_id) await this.grants.revoke(manager, code.grant_id);
+        return invalidGrant('the authorization code was already used');
+      }
+      if (code.expires_at.getTime() <= Date.now()) {
+        await this.codes.markConsumed(manager, codeHash, null);
+        return invalidGrant('the authorization code has expired');
+      }
+      const problem = checkBinding(code, verifier, redirectUri);
+      if (problem) {
+        await this.codes.markConsumed(manager, codeHash, null);
+        return invalidGrant(problem);
+      }
+      const grantScope = formatScope(scope);
+      const grantId = await this.grants.create(manager, { clientId: client.id, userId: code.user_id, scope: grantScope });
+      await this.codes.markConsumed(manager, codeHash, grantId);
+      return this.tokens.issue(manager, { grantId, clientId: client.id, userId: code.user_id, scope: grantScope });
+    });
+  }
+}
+
+/** PKCE (a challenge demands a matching verifier; no challenge refuses one) and the redirect URL. */
+function checkBinding(code: { code_challenge: string | null; redirect_url: string | null }, verifier?: string, redirectUri?: string): string | null {
+  if (code.code_challenge && !verifier) return 'code_verifier is required for this code';
+  if (code.code_challenge && !verifierMatches(verifier!, code.code_challenge)) return 'code_verifier does not match the code challenge';
+  if (!code.code_challenge && verifier) return 'code_verifier was sent but the authorization request had no code_challenge';
+  // The seed's token request has no redirect_uri; when a client sends one it must be the bound one.
+  if (redirectUri !== undefined && redirectUri !== code.redirect_url) return 'redirect_uri does not match the authorization request';
+  return null;
+}

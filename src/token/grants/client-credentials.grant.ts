@@ -1,0 +1,58 @@
+import { Injectable } from '@nestjs/common';
+import type { ClientEntity } from '../../clients/client.entity.js';
+import { Env } from '../../config/env.js';
+import { AccessTokens } from '../access-tokens.service.js';
+import { OAuthError } from '../oauth-error.js';
+import type { OAuthParams } from '../oauth-params.js';
+import { assertScopeAllowed, formatScope, parseScope } from '../scope.js';
+import type { GrantHandler } from './grant-handler.js';
+
+/** Seed 001 token response. */
+export interface ClientTokenResponse {
+  access_token: string;
+  expires_in: number;
+  token_type: 'Bearer';
+  scope: string;
+  resource?: string;
+}
+
+/**
+ * RFC 6749 §4.4 for devices subscribing to notifications. A hot path: after client
+ * authentication it touches no database, only the cached signing key.
+ */
+@Injectable()
+export class ClientCredentialsGrant implements GrantHandler<ClientTokenResponse> {
+  readonly name = 'client_credentials';
+
+  constructor(
+    private readonly accessTokens: AccessTokens,
+    private readonly env: Env,
+  ) {}
+
+  async handle(params: OAuthParams, client: ClientEntity): Promise<ClientTokenResponse> {
+    const scopes = parseScope(params.get('scope')) ?? [this.env.DEFAULT_CLIENT_SCOPE];
+    assertScopeAllowed(scopes, client.scopes);
+    const resource = params.get('resource');
+    if (resource !== undefined) assertResource(resource);
+    const scope = formatScope(scopes)!;
+    const accessToken = await this.accessTokens.issue({
+      subject: client.id,
+      clientId: client.id,
+      scope,
+      audience: resource,
+      lifetimeSeconds: this.env.CLIENT_TOKEN_TTL,
+    });
+    return { access_token: accessToken, expires_in: this.env.CLIENT_TOKEN_TTL, token_type: 'Bearer', scope, ...(resource ? { resource } : {}) };
+  }
+}
+
+/** RFC 8707 §2: an absolute URI without a fragment. */
+function assertResource(resource: string): void {
+  let url: URL | undefined;
+  try {
+    url = new URL(resource);
+  } catch {
+    url = undefined;
+  }
+  if (!url || resource.includes('#')) throw new OAuthError('invalid_target', 'resource must be an absolute URI without a fragment');
+}

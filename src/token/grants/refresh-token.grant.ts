@@ -1,0 +1,57 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import type { ClientEntity } from '../../clients/client.entity.js';
+import { sha256 } from '../../common/crypto/opaque-token.js';
+import { Env } from '../../config/env.js';
+import { GrantsRepository } from '../grants.repository.js';
+import { invalidGrant } from '../oauth-error.js';
+import { type OAuthParams, requireParam } from '../oauth-params.js';
+import { RefreshTokensRepository } from '../refresh-tokens.repository.js';
+import { assertScopeAllowed, formatScope, parseScope } from '../scope.js';
+import { inTokenTransaction } from '../token-transaction.js';
+import { UserTokenIssuer, type UserTokenResponse } from '../user-token-issuer.js';
+import type { GrantHandler } from './grant-handler.js';
+
+/** RFC 6749 §6 with rotation and reuse detection (RFC 9700 §4.14.2). */
+@Injectable()
+export class RefreshTokenGrant implements GrantHandler<UserTokenResponse> {
+  readonly name = 'refresh_token';
+
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly refreshTokens: RefreshTokensRepository,
+    private readonly grants: GrantsRepository,
+    private readonly tokens: UserTokenIssuer,
+    private readonly env: Env,
+  ) {}
+
+  async handle(params: OAuthParams, client: ClientEntity): Promise<UserTokenResponse> {
+    const tokenHash = sha256(requireParam(params, 'refresh_token'));
+    const requestedScope = parseScope(params.get('scope'));
+
+    return inTokenTransaction(this.dataSource, async (manager) => {
+      const token = await this.refreshTokens.lock(manager, tokenHash);
+      if (!token || token.client_id !== client.id) return invalidGrant('the refresh token is invalid');
+      if (token.grant_revoked_at) return invalidGrant('the grant of this refresh token was revoked');
+      if (token.rotated_at) {
+        // Within the grace period the loser of a concurrent refresh is refused; later, reuse means theft.
+        const inGrace = Date.now() - token.rotated_at.getTime() < this.env.REFRESH_REUSE_GRACE * 1000;
+        if (inGrace) return invalidGrant('the refresh token was already used');
+        await this.grants.revoke(manager, token.grant_id);
+        return invalidGrant('the refresh token was already used; its grant is revoked');
+      }
+      if (token.expires_at.getTime() <= Date.now()) return invalidGrant('the refresh token has expired');
+      // RFC 6749 §6: a refresh may narrow the grant's scope, never widen it.
+      const grantScope = parseScope(token.scope ?? undefined) ?? [];
+      assertScopeAllowed(requestedScope, grantScope);
+      await this.refreshTokens.markRotated(manager, tokenHash);
+      return this.tokens.issue(manager, {
+        grantId: token.grant_id,
+        clientId: client.id,
+        userId: token.user_id,
+        scope: requestedScope ? formatScope(requestedScope) : token.scope,
+      });
+    });
+  }
+}

@@ -1,0 +1,74 @@
+import { Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import { Env, USER_ACCESS_TOKEN_TTL } from '../config/env.js';
+
+/** Any constant: one instance purges per round; the others skip it. */
+const PURGE_LOCK_KEY = 7_042_003;
+const BATCH = 5_000;
+
+/**
+ * Deletes expired rows in small batches (short locks, no long transaction) every
+ * HOUSEKEEPING_INTERVAL seconds. Consumed codes are kept until they expire, so a replay inside
+ * their lifetime is still recognised as one.
+ */
+const PURGES = [
+  `DELETE FROM authorizations WHERE ctid IN (SELECT ctid FROM authorizations WHERE expires_at < now() LIMIT ${BATCH})`,
+  `DELETE FROM authorization_codes WHERE ctid IN (SELECT ctid FROM authorization_codes WHERE expires_at < now() LIMIT ${BATCH})`,
+  // Kept until the access token issued with it has expired too (REFRESH_TOKEN_TTL may be shorter
+  // than an access token's life): the grant purge below relies on that.
+  `DELETE FROM refresh_tokens WHERE ctid IN (SELECT ctid FROM refresh_tokens WHERE expires_at < now()
+     AND issued_at < now() - interval '${USER_ACCESS_TOKEN_TTL} seconds' LIMIT ${BATCH})`,
+  `DELETE FROM revoked_access_tokens WHERE ctid IN (SELECT ctid FROM revoked_access_tokens WHERE expires_at < now() LIMIT ${BATCH})`,
+  // A grant without refresh tokens, older than any access token it issued, has nothing left alive.
+  `DELETE FROM grants g WHERE g.id IN (SELECT id FROM grants WHERE created_at < now() - interval '${USER_ACCESS_TOKEN_TTL} seconds'
+     AND NOT EXISTS (SELECT 1 FROM refresh_tokens r WHERE r.grant_id = grants.id) LIMIT ${BATCH})`,
+  `DELETE FROM login_failures WHERE last_failure_at < now() - interval '1 day'`,
+];
+
+@Injectable()
+export class HousekeepingService implements OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly logger = new Logger(HousekeepingService.name);
+  private timer?: NodeJS.Timeout;
+  private running?: Promise<unknown>;
+
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly env: Env,
+  ) {}
+
+  onApplicationBootstrap() {
+    this.timer = setInterval(() => {
+      this.running ??= this.purge()
+        .catch((error) => this.logger.warn(`purge failed: ${(error as Error).message}`))
+        .finally(() => (this.running = undefined));
+    }, this.env.HOUSEKEEPING_INTERVAL * 1000).unref();
+  }
+
+  async onApplicationShutdown() {
+    clearInterval(this.timer);
+    await this.running;
+  }
+
+  /** One round: every table until nothing expired is left (or another instance holds the lock). */
+  async purge(): Promise<number> {
+    const runner = this.dataSource.createQueryRunner();
+    await runner.connect();
+    try {
+      const [{ locked }] = await runner.query('SELECT pg_try_advisory_lock($1) AS locked', [PURGE_LOCK_KEY]);
+      if (!locked) return 0;
+      let deleted = 0;
+      try {
+        // Each batch commits on its own: a purge never holds locks for long.
+        for (const sql of PURGES) {
+          for (let count = BATCH; count >= BATCH; deleted += count) [, count] = await runner.query(sql);
+        }
+      } finally {
+        await runner.query('SELECT pg_advisory_unlock($1)', [PURGE_LOCK_KEY]);
+      }
+      return deleted;
+    } finally {
+      await runner.release();
+    }
+  }
+}

@@ -1,0 +1,46 @@
+import { Controller, Get, Header, NotFoundException, Param } from '@nestjs/common';
+import { ApiExcludeEndpoint, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { Env } from '../config/env.js';
+
+@ApiTags('sso')
+@Controller('.well-known')
+export class MetadataController {
+  constructor(private readonly env: Env) {}
+
+  @Get('oauth-authorization-server')
+  @Header('Cache-Control', 'public, max-age=300')
+  @ApiOperation({ summary: 'Authorization server metadata (RFC 8414)' })
+  @ApiOkResponse({ description: 'issuer, endpoints, grants, authentication and PKCE methods, JWKS' })
+  metadata() {
+    return this.document();
+  }
+
+  /** RFC 8414 §3.1: for an issuer with a path, the metadata lives under the well-known path plus that path. */
+  @Get('oauth-authorization-server/*')
+  @Header('Cache-Control', 'public, max-age=300')
+  @ApiExcludeEndpoint()
+  metadataForIssuerPath(@Param('*') issuerPath: string) {
+    if (`/${issuerPath}` !== new URL(this.env.identityUrl).pathname) throw new NotFoundException();
+    return this.document();
+  }
+
+  private document() {
+    const authMethods = ['client_secret_basic', 'client_secret_post'];
+    return {
+      issuer: this.env.identityUrl,
+      authorization_endpoint: `${this.env.frontendUrl}/sso/authorize`,
+      token_endpoint: `${this.env.frontendUrl}/sso/token`,
+      introspection_endpoint: `${this.env.frontendUrl}/sso/introspect`,
+      revocation_endpoint: `${this.env.frontendUrl}/sso/revoke`,
+      jwks_uri: `${this.env.apiUrl}/.well-known/jwks.json`,
+      response_types_supported: ['code'],
+      response_modes_supported: ['query'],
+      grant_types_supported: ['authorization_code', 'refresh_token'],
+      token_endpoint_auth_methods_supported: authMethods,
+      introspection_endpoint_auth_methods_supported: authMethods,
+      revocation_endpoint_auth_methods_supported: authMethods,
+      code_challenge_methods_supported: ['S256'],
+      service_documentation: `${this.env.apiUrl}/docs`,
+    };
+  }
+}

@@ -1,0 +1,34 @@
+import { type ArgumentsHost, Catch, type ExceptionFilter, HttpException, Logger } from '@nestjs/common';
+import type { FastifyReply } from 'fastify';
+import { OAuthError } from './oauth-error.js';
+
+/**
+ * The OAuth endpoints' error format (RFC 6749 §5.2): `{ error, error_description }`, never
+ * cached; invalid_client is a 401 with `WWW-Authenticate` when Basic was used; anything
+ * unexpected is a generic server_error whose details only reach the log.
+ */
+@Catch()
+export class OAuthExceptionFilter implements ExceptionFilter {
+  private readonly logger = new Logger('OAuth');
+
+  catch(exception: unknown, host: ArgumentsHost) {
+    const reply = host.switchToHttp().getResponse<FastifyReply>();
+    const error = this.toOAuthError(exception);
+    if (error.status >= 500) this.logger.error(exception instanceof Error ? exception : String(exception));
+    else this.logger.debug(`${error.error}: ${error.description}`);
+    if (error.basicChallenge) reply.header('WWW-Authenticate', 'Basic realm="voyage-connect", charset="UTF-8"');
+    void reply
+      .status(error.status)
+      .header('Cache-Control', 'no-store')
+      .header('Pragma', 'no-cache')
+      .send({ error: error.error, error_description: error.description });
+  }
+
+  private toOAuthError(exception: unknown): OAuthError {
+    if (exception instanceof OAuthError) return exception;
+    // Body parsing and size errors raised before the handler: the request itself is bad.
+    const status = exception instanceof HttpException ? exception.getStatus() : (exception as { statusCode?: number })?.statusCode;
+    if (status && status >= 400 && status < 500) return new OAuthError('invalid_request', 'the request could not be read');
+    return new OAuthError('server_error', 'the server could not complete the request');
+  }
+}

@@ -1,0 +1,19 @@
+import { invalidScope, invalidRequest } from './oauth-error.js';
+
+const SCOPE_TOKEN = /^[\x21\x23-\x5B\x5D-\x7E]+$/;
+
+/** RFC 6749 §3.3: space-delimited scope tokens; order and duplicates do not matter. */
+export function parseScope(scope: string | undefined): string[] | null {
+  if (scope === undefined) return null;
+  const tokens = scope.split(' ');
+  if (tokens.some((token) => !SCOPE_TOKEN.test(token))) throw invalidRequest('scope is not a space-delimited list of scope tokens');
+  return [...new Set(tokens)];
+}
+
+/** Every requested scope must be one the client (or the grant) allows. */
+export function assertScopeAllowed(requested: string[] | null, allowed: readonly string[]): void {
+  const refused = requested?.filter((scope) => !allowed.includes(scope)) ?? [];
+  if (refused.length > 0) throw invalidScope(`scope not allowed for this client: ${refused.join(' ')}`);
+}
+
+export const formatScope = (scopes: string[] | null) => (scopes && scopes.length > 0 ? scopes.join(' ') : null);

@@ -1,0 +1,84 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import { sha256 } from '../common/crypto/opaque-token.js';
+import { InvalidJwt } from '../keys/jwt-signer.service.js';
+import { AccessTokens, type AccessTokenClaims } from './access-tokens.service.js';
+import { ClientAuthentication } from './client-authentication.js';
+import { GrantsRepository } from './grants.repository.js';
+import { invalidRequest } from './oauth-error.js';
+import { readFormBody, requireParam } from './oauth-params.js';
+import { RefreshTokensRepository, type RefreshTokenRow } from './refresh-tokens.repository.js';
+
+type Identified = { kind: 'access'; claims: AccessTokenClaims } | { kind: 'refresh'; tokenHash: Buffer; row: RefreshTokenRow } | null;
+
+const INACTIVE = { active: false } as const;
+
+/**
+ * Introspection (RFC 7662) and revocation (RFC 7009) for the tokens this service issued. A
+ * client only ever learns about its own tokens: another client's token is reported inactive.
+ */
+@Injectable()
+export class TokenInspectionService {
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly clientAuthentication: ClientAuthentication,
+    private readonly accessTokens: AccessTokens,
+    private readonly refreshTokens: RefreshTokensRepository,
+    private readonly grants: GrantsRepository,
+  ) {}
+
+  async introspect(body: unknown, authorization: string | undefined, contentType: string | undefined): Promise<object> {
+    const params = readFormBody(contentType, body);
+    const client = await this.clientAuthentication.authenticate(authorization, params);
+    const token = await this.identify(requireParam(params, 'token'));
+    if (!token || (await this.isInactive(token, client.id))) return INACTIVE;
+    if (token.kind === 'access') {
+      const { scope, client_id, sub, exp, iat, iss, aud, jti } = token.claims;
+      return { active: true, scope, client_id, sub, exp, iat, iss, aud, jti, token_type: 'Bearer' };
+    }
+    const { row } = token;
+    // No token_type: RFC 7662 §2.2 means an access token type there, and a refresh token has none.
+    return { active: true, scope: row.scope ?? undefined, client_id: row.client_id, sub: row.user_id, exp: seconds(row.expires_at) };
+  }
+
+  /** Unknown, expired or already revoked tokens are a success too (RFC 7009 §2.2). */
+  async revoke(body: unknown, authorization: string | undefined, contentType: string | undefined): Promise<void> {
+    const params = readFormBody(contentType, body);
+    const client = await this.clientAuthentication.authenticate(authorization, params);
+    const token = await this.identify(requireParam(params, 'token'));
+    if (!token) return;
+    const owner = token.kind === 'access' ? token.claims.client_id : token.row.client_id;
+    if (owner !== client.id) throw invalidRequest('the token was not issued to this client');
+    if (token.kind === 'access') await this.accessTokens.revoke(token.claims);
+    // Revoking a refresh token ends its whole grant, access tokens included (RFC 7009 §2.1).
+    else await this.dataSource.transaction((manager) => this.grants.revoke(manager, token.row.grant_id));
+  }
+
+  /** JWTs are access tokens; anything else may be one of our opaque refresh tokens. */
+  private async identify(token: string): Promise<Identified> {
+    if (token.split('.').length === 3) {
+      try {
+        return { kind: 'access', claims: await this.accessTokens.verify(token) };
+      } catch (error) {
+        if (error instanceof InvalidJwt) return null;
+        throw error;
+      }
+    }
+    const tokenHash = sha256(token);
+    const row = await this.refreshTokens.find(this.dataSource.manager, tokenHash);
+    return row ? { kind: 'refresh', tokenHash, row } : null;
+  }
+
+  private async isInactive(token: NonNullable<Identified>, clientId: string): Promise<boolean> {
+    if (token.kind === 'access') {
+      const { claims } = token;
+      if (claims.client_id !== clientId || (await this.accessTokens.isRevoked(claims))) return true;
+      return claims.sid !== undefined && !(await this.grants.isActive(claims.sid));
+    }
+    const { row } = token;
+    return row.client_id !== clientId || row.rotated_at !== null || row.grant_revoked_at !== null || row.expires_at.getTime() <= Date.now();
+  }
+}
+
+const seconds = (date: Date) => Math.floor(date.getTime() / 1000);

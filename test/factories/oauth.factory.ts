@@ -1,0 +1,26 @@
+import { ClientsService } from '../../src/clients/clients.service.js';
+import type { GrantType } from '../../src/clients/client.entity.js';
+import { UsersService } from '../../src/users/users.service.js';
+import type { TestApp } from '../setup/test-app.js';
+
+let sequence = 0;
+
+export interface TestClient {
+  id: string;
+  secret: string;
+}
+
+/** A registered client with a unique name (defaults: the helper flow's grants, no patterns). */
+export async function createClient(
+  app: TestApp,
+  options: { grants?: GrantType[]; redirectPatterns?: string[]; scopes?: string[] } = {},
+): Promise<TestClient> {
+  const created = await app.get(ClientsService).create({ name: `client-${process.pid}-${++sequence}`, ...options });
+  return { id: created.client_id, secret: created.client_secret };
+}
+
+/** A portal user; the password is returned for the login form. */
+export async function createUser(app: TestApp, username = `user-${process.pid}-${++sequence}`, password = 'correct horse battery') {
+  await app.get(UsersService).create({ username, password });
+  return { username, password };
+}

@@ -1,0 +1,70 @@
+import { DataSource } from 'typeorm';
+import { afterEach, describe, expect, it } from 'vitest';
+import { dataSourceOptions, runMigrations } from '../../src/database/data-source.js';
+import { createTestDatabase, query } from '../setup/database.js';
+
+const SCHEMA_TABLES = [
+  'authorization_codes',
+  'authorizations',
+  'clients',
+  'delivery_cursors',
+  'grants',
+  'login_failures',
+  'notifications',
+  'portal_users',
+  'refresh_tokens',
+  'revoked_access_tokens',
+  'signing_keys',
+];
+
+/** Every table in the public schema except TypeORM's own bookkeeping table. */
+const tables = async (url: string) =>
+  (
+    await query<{ table_name: string }>(
+      url,
+      `SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' AND table_name <> 'migrations' ORDER BY table_name`,
+    )
+  ).map((row) => row.table_name);
+
+const appliedCount = async (url: string) => Number((await query<{ n: string }>(url, 'SELECT count(*) AS n FROM migrations'))[0].n);
+
+describe('migrations', () => {
+  const opened: DataSource[] = [];
+  const open = async (url: string) => {
+    const dataSource = await new DataSource(await dataSourceOptions(url, 2)).initialize();
+    opened.push(dataSource);
+    return dataSource;
+  };
+  afterEach(async () => {
+    await Promise.all(opened.splice(0).map((dataSource) => dataSource.destroy()));
+  });
+
+  it('create every table of the schema on a fresh database', async () => {
+    const url = await createTestDatabase();
+    const dataSource = await open(url);
+    expect(await tables(url)).toEqual([]);
+    await runMigrations(dataSource);
+    expect(await tables(url)).toEqual(SCHEMA_TABLES);
+    expect(await appliedCount(url)).toBe(dataSource.migrations.length);
+  });
+
+  it('undo completely, dropping every table, and apply again afterwards', async () => {
+    const url = await createTestDatabase();
+    const dataSource = await open(url);
+    await runMigrations(dataSource);
+    for (const _ of dataSource.migrations) await dataSource.undoLastMigration();
+    expect(await tables(url)).toEqual([]);
+    expect(await appliedCount(url)).toBe(0);
+
+    await runMigrations(dataSource);
+    expect(await tables(url)).toEqual(SCHEMA_TABLES);
+  });
+
+  it('apply once when two instances migrate a fresh database at the same time', async () => {
+    const url = await createTestDatabase();
+    const [first, second] = await Promise.all([open(url), open(url)]);
+    await Promise.all([runMigrations(first), runMigrations(second)]);
+    expect(await tables(url)).toEqual(SCHEMA_TABLES);
+    expect(await appliedCount(url)).toBe(first.migrations.length);
+  });
+});

@@ -1,0 +1,48 @@
+import { describe, expect, it } from 'vitest';
+import { InvalidConfigError, loadEnv } from '../../src/config/env.js';
+
+describe('loadEnv', () => {
+  it('applies defaults when nothing is set', () => {
+    const env = loadEnv({});
+    expect(env.PORT).toBe(3000);
+    expect(env.SIGNING_ALG).toBe('ES256');
+    expect(env.LOG_REQUESTS).toBe(true);
+    expect(env.apiUrl).toBe('http://localhost:3000');
+  });
+
+  it('converts numbers and booleans from strings', () => {
+    const env = loadEnv({ PORT: '8080', LOG_REQUESTS: 'false' });
+    expect(env.PORT).toBe(8080);
+    expect(env.LOG_REQUESTS).toBe(false);
+    expect(env.frontendUrl).toBe('http://localhost:8080');
+  });
+
+  it('names the variable in a one-line message for a bad value', () => {
+    expect(() => loadEnv({ PORT: 'eighty' })).toThrow(/^Invalid configuration: PORT must be an integer number \(got "eighty"\)$/);
+    expect(() => loadEnv({ SIGNING_ALG: 'HS256' })).toThrow(/SIGNING_ALG must be one of the following values: ES256, RS256 \(got "HS256"\)/);
+    expect(() => loadEnv({ LOG_REQUESTS: 'maybe' })).toThrow(/LOG_REQUESTS must be a boolean value \(got "maybe"\)/);
+  });
+
+  it('lists every problem, one line each', () => {
+    try {
+      loadEnv({ PORT: '-1', API_URL: 'ftp://x', DATABASE_URL: 'mysql://a' });
+      expect.unreachable();
+    } catch (error) {
+      expect(error).toBeInstanceOf(InvalidConfigError);
+      const lines = (error as InvalidConfigError).problems;
+      expect(lines).toHaveLength(3);
+      expect(lines.map((line) => line.split(' ')[2])).toEqual(expect.arrayContaining(['PORT', 'API_URL', 'DATABASE_URL']));
+    }
+  });
+
+  it('ignores unrelated variables and treats empty strings as unset', () => {
+    const env = loadEnv({ PATH: '/bin', DATABASE_URL: '', API_URL: 'https://api.example.com/' });
+    expect(env.DATABASE_URL).toBeUndefined();
+    expect(env.apiUrl).toBe('https://api.example.com');
+    expect((env as unknown as Record<string, unknown>).PATH).toBeUndefined();
+  });
+
+  it('requires TLS certificate and key together', () => {
+    expect(() => loadEnv({ TLS_CERT_FILE: 'cert.pem' })).toThrow(/TLS_CERT_FILE and TLS_KEY_FILE/);
+  });
+});

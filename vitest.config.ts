@@ -1,0 +1,14 @@
+import { defineConfig } from 'vitest/config';
+
+// Nest's dependency injection reads decorator metadata: Vite's Oxc transform emits it like tsc.
+export default defineConfig({
+  oxc: { decorator: { legacy: true, emitDecoratorMetadata: true } },
+  test: {
+    include: ['test/**/*.test.ts'],
+    globalSetup: ['test/setup/global-setup.ts'],
+    setupFiles: ['reflect-metadata'],
+    testTimeout: 30_000,
+    hookTimeout: 120_000,
+    pool: 'forks',
+  },
+});
