@@ -7,6 +7,7 @@ import { AuthorizationCodeIssuer } from '../token/authorization-code-issuer.js';
 import { invalidRequest, OAuthError } from '../token/oauth-error.js';
 import { readOAuthParams } from '../token/oauth-params.js';
 import { S256_CHALLENGE } from '../token/pkce.js';
+import { ApprovedStates } from './approved-states.js';
 import { PollLimiter } from './poll-limiter.js';
 import { InvalidState, StateTokens } from './state-tokens.service.js';
 
@@ -27,6 +28,7 @@ export class HelperService {
     private readonly clients: ClientsService,
     private readonly states: StateTokens,
     private readonly codes: AuthorizationCodeIssuer,
+    private readonly approved: ApprovedStates,
     private readonly env: Env,
   ) {
     this.polls = new PollLimiter(env.CODE_POLL_MIN_INTERVAL * 1000, env.STATE_TTL * 1000);
@@ -65,8 +67,10 @@ export class HelperService {
       setRetryAfter(wait);
       throw new OAuthError('slow_down', `poll at most every ${this.env.CODE_POLL_MIN_INTERVAL} seconds`, { status: 429 });
     }
+    if (!this.approved.mayHaveCode(stateId)) throw noCode();
     const code = await this.codes.pickUp(stateId, clientId);
     if (!code) throw noCode();
+    this.approved.forget(stateId);
     return { code };
   }
 }

@@ -7,6 +7,7 @@ import { AuthorizationCodeIssuer } from '../token/authorization-code-issuer.js';
 import { OAuthError } from '../token/oauth-error.js';
 import { type OAuthParams, readOAuthParams } from '../token/oauth-params.js';
 import { UsersService } from '../users/users.service.js';
+import { ApprovedStates } from './approved-states.js';
 import { loginPage, messagePage } from './login-page.js';
 import { LoginThrottle } from './login-throttle.service.js';
 import { InvalidState, type StateClaims, StateTokens } from './state-tokens.service.js';
@@ -33,6 +34,7 @@ export class LoginService {
     private readonly clients: ClientsService,
     private readonly states: StateTokens,
     private readonly codes: AuthorizationCodeIssuer,
+    private readonly approved: ApprovedStates,
     private readonly users: UsersService,
     private readonly throttle: LoginThrottle,
   ) {}
@@ -74,6 +76,8 @@ export class LoginService {
     };
     if (!claims.redirect_url) {
       if (!(await this.codes.approveForPolling(approval))) return errorPage('This sign-in link was already used.');
+      // Every instance hears of it by NOTIFY; this one knows at once, for a device polling here.
+      this.approved.add(claims.jti, claims.exp * 1000);
       return { kind: 'page', status: 200, html: messagePage("You're signed in", 'Return to your device: it will finish signing in by itself.') };
     }
     // The state's signature proves the URL unchanged since it was checked; it is checked again

@@ -3,6 +3,7 @@ import { ClientsModule } from '../clients/clients.module.js';
 import { KeysModule } from '../keys/keys.module.js';
 import { TokenModule } from '../token/token.module.js';
 import { UsersModule } from '../users/users.module.js';
+import { ApprovedStates } from './approved-states.js';
 import { AuthorizeController } from './authorize.controller.js';
 import { HelperController } from './helper.controller.js';
 import { HelperService } from './helper.service.js';
@@ -14,6 +15,6 @@ import { StateTokens } from './state-tokens.service.js';
 @Module({
   imports: [ClientsModule, KeysModule, TokenModule, UsersModule],
   controllers: [HelperController, AuthorizeController],
-  providers: [HelperService, LoginService, LoginThrottle, StateTokens],
+  providers: [ApprovedStates, HelperService, LoginService, LoginThrottle, StateTokens],
 })
 export class OAuthHelperModule {}

@@ -5,7 +5,7 @@ import { randomToken, sha256 } from '../common/crypto/opaque-token.js';
 import { Env } from '../config/env.js';
 import { type Approval, AuthorizationCodesRepository } from './authorization-codes.repository.js';
 
-export type { Approval } from './authorization-codes.repository.js';
+export { type Approval, STATE_APPROVED_CHANNEL } from './authorization-codes.repository.js';
 
 /**
  * Turns completed sign-ins into authorization codes: 256 random bits, stored hashed, valid
@@ -38,6 +38,11 @@ export class AuthorizationCodeIssuer {
   async pickUp(stateId: string, clientId: string): Promise<string | null> {
     const { code, codeHash, expiresAt } = this.newCode();
     return (await this.codes.pickUp(this.dataSource.manager, stateId, clientId, codeHash, expiresAt)) ? code : null;
+  }
+
+  /** States whose code waits for its polling device, with when they expire. */
+  awaitingPickUp(): Promise<{ stateId: string; expiresAt: Date }[]> {
+    return this.codes.awaitingPickUp(this.dataSource.manager);
   }
 
   isStateUsed(stateId: string): Promise<boolean> {

@@ -31,18 +31,39 @@ export interface Approval {
   stateExpiresAt: Date;
 }
 
+/**
+ * NOTIFY channel announcing a state whose code now waits for its polling device; the payload is
+ * the state id and its expiry in epoch milliseconds, separated by a space.
+ */
+export const STATE_APPROVED_CHANNEL = 'vc_state_approved';
+
 /** Approved sign-ins (`authorizations`) and the codes issued for them (`authorization_codes`). */
 @Injectable()
 export class AuthorizationCodesRepository {
-  /** Records the approval; false when the state was already used (it is single use). */
+  /**
+   * Records the approval; false when the state was already used (it is single use). An approval
+   * left for a polling device is announced to every instance when it commits.
+   */
   async insertApproval(manager: EntityManager, approval: Approval, pickedUp: boolean): Promise<boolean> {
     const rows = await manager.query(
-      `INSERT INTO authorizations (state_id, client_id, user_id, redirect_url, code_challenge, expires_at, picked_up_at)
-       VALUES ($1, $2, $3, $4, $5, $6, CASE WHEN $7 THEN now() END)
-       ON CONFLICT (state_id) DO NOTHING RETURNING 1`,
+      `WITH approved AS (
+         INSERT INTO authorizations (state_id, client_id, user_id, redirect_url, code_challenge, expires_at, picked_up_at)
+         VALUES ($1, $2, $3, $4, $5, $6, CASE WHEN $7 THEN now() END)
+         ON CONFLICT (state_id) DO NOTHING RETURNING state_id, expires_at)
+       SELECT CASE WHEN $7 THEN NULL
+              ELSE pg_notify('${STATE_APPROVED_CHANNEL}', state_id || ' ' || floor(extract(epoch FROM expires_at) * 1000)) END
+       FROM approved`,
       [approval.stateId, approval.clientId, approval.userId, approval.redirectUrl, approval.codeChallenge, approval.stateExpiresAt, pickedUp],
     );
     return rows.length > 0;
+  }
+
+  /** States approved for a polling device whose code has not been collected yet. */
+  async awaitingPickUp(manager: EntityManager): Promise<{ stateId: string; expiresAt: Date }[]> {
+    const rows: { state_id: string; expires_at: Date }[] = await manager.query(
+      'SELECT state_id, expires_at FROM authorizations WHERE picked_up_at IS NULL AND expires_at > now()',
+    );
+    return rows.map((row) => ({ stateId: row.state_id, expiresAt: row.expires_at }));
   }
 
   async isStateUsed(manager: EntityManager, stateId: string): Promise<boolean> {

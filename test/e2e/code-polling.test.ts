@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ClientsService } from '../../src/clients/clients.service.js';
+import { PgListener } from '../../src/database/pg-listener.service.js';
 import { createClient, createUser, type TestClient } from '../factories/oauth.factory.js';
 import {
   claimsFor,
@@ -13,6 +14,7 @@ import {
   unsignedState,
 } from '../factories/state.factory.js';
 import { signIn } from '../setup/browserless-login.js';
+import { query } from '../setup/database.js';
 import { startTestApp, type TestApp } from '../setup/test-app.js';
 
 const errorBody = (error: string) => ({ error, error_description: expect.any(String) });
@@ -228,6 +230,52 @@ describe('GET /external/oauth2helper/code/get/{client_id} with CODE_POLL_MIN_INT
     expect((await fetch(first.code_url)).status).toBe(404);
     const { code_url } = await approvedState(app, client.id);
     const response = await fetch(code_url);
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual({ code: expect.any(String) });
+  });
+});
+
+describe('GET /external/oauth2helper/code/get/{client_id} across instances', () => {
+  let first: TestApp;
+  let second: TestApp;
+  let client: TestClient;
+
+  beforeAll(async () => {
+    first = await startTestApp({ CODE_POLL_MIN_INTERVAL: '0' });
+    // One service behind one public address: both instances share its URLs and database.
+    const urls = { IDENTITY_URL: first.baseUrl, API_URL: first.baseUrl, FRONTEND_URL: first.baseUrl };
+    second = await startTestApp({ CODE_POLL_MIN_INTERVAL: '0', ...urls }, first.databaseUrl);
+    client = await createClient(first);
+  });
+  afterAll(async () => {
+    await second?.close();
+    await first?.close();
+  });
+
+  it('hands a code approved through one instance to a device polling the other, exactly once', async () => {
+    const { state, authorize_url } = await issueState(first, client.id);
+    expect((await poll(second, client.id, state)).status).toBe(404);
+    expect((await signIn(authorize_url, await createUser(first))).status).toBe(200);
+
+    await expect.poll(async () => (await poll(second, client.id, state)).status, { timeout: 3000, interval: 50 }).toBe(200);
+    expect((await poll(first, client.id, state)).status).toBe(404);
+  });
+
+  it('hands out a code whose announcement was lost, once the instance listens again', async () => {
+    const { state } = await issueState(first, client.id);
+    const { username } = await createUser(first);
+    const [user] = await query<{ id: string }>(first.databaseUrl, 'SELECT id FROM portal_users WHERE username = $1', [username]);
+    // Approved without the NOTIFY, as if it had been sent while the listeners were disconnected.
+    await query(
+      first.databaseUrl,
+      `INSERT INTO authorizations (state_id, client_id, user_id, expires_at) VALUES ($1, $2, $3, to_timestamp($4))`,
+      [stateClaims(state).jti, client.id, user.id, stateClaims(state).exp],
+    );
+    await query(first.databaseUrl, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'voyage-connect-listener' AND datname = current_database()");
+    await expect.poll(() => second.get(PgListener).isListening, { timeout: 5000, interval: 20 }).toBe(false);
+    await expect.poll(() => second.get(PgListener).isListening, { timeout: 5000, interval: 20 }).toBe(true);
+
+    const response = await poll(second, client.id, state);
     expect(response.status).toBe(200);
     expect(await response.json()).toEqual({ code: expect.any(String) });
   });
