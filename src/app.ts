@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import type { IncomingMessage } from 'node:http';
+import type { IncomingHttpHeaders } from 'node:http';
 import fastifyCookie from '@fastify/cookie';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
@@ -8,7 +8,8 @@ import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import { LogController } from 'fastify';
 import type { Logger } from 'pino';
 import { AppModule } from './app.module.js';
-import { logContext, PinoLoggerService } from './common/logging/logger.js';
+import { PinoLoggerService } from './common/logging/logger.js';
+import { requestLogger } from './common/logging/request-logger.js';
 import type { Env } from './config/env.js';
 import { VERSION } from './health/version.js';
 import { Metrics } from './metrics/metrics.service.js';
@@ -20,9 +21,10 @@ import { StreamAuthorizer } from './notification/stream-authorizer.js';
 export async function createApp(env: Env, databaseUrl: string, logger: Logger): Promise<NestFastifyApplication> {
   const adapter = new FastifyAdapter({
     loggerInstance: logger,
+    childLoggerFactory: requestLogger,
     logController: new LogController({ disableRequestLogging: !env.LOG_REQUESTS }),
     requestIdHeader: false,
-    genReqId: (request: IncomingMessage) => acceptedRequestId(request.headers['x-request-id']) ?? randomUUID(),
+    genReqId: (request: { headers: IncomingHttpHeaders }) => acceptedRequestId(request.headers['x-request-id']) ?? randomUUID(),
     trustProxy: parseTrustProxy(env.TRUST_PROXY),
     bodyLimit: 64 * 1024,
     return503OnClosing: true,
@@ -30,7 +32,7 @@ export async function createApp(env: Env, databaseUrl: string, logger: Logger): 
   });
   adapter.getInstance().addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
-    logContext.run({ reqId: request.id }, done);
+    done();
   });
 
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(env, databaseUrl), adapter, {

@@ -3,7 +3,7 @@ import { ApiBadRequestResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation
 import type { FastifyReply } from 'fastify';
 import { NoStore } from '../token/no-store.decorator.js';
 import { OAuthExceptionFilter } from '../token/oauth-exception.filter.js';
-import { HelperService } from './helper.service.js';
+import { HelperService, NO_CODE } from './helper.service.js';
 
 @ApiTags('device authorization helper')
 @Controller('external/oauth2helper')
@@ -33,7 +33,10 @@ export class HelperController {
   @ApiNotFoundResponse({ description: 'no code ready, unknown client, or already collected' })
   @ApiBadRequestResponse({ description: 'missing, forged or expired state, or one of another client' })
   @ApiTooManyRequestsResponse({ description: 'polled faster than the minimum interval; see Retry-After' })
-  poll(@Param('client_id') clientId: string, @Query() query: Record<string, unknown>, @Res({ passthrough: true }) reply: FastifyReply) {
-    return this.helper.poll(clientId, query, (seconds) => reply.header('Retry-After', String(seconds)));
+  async poll(@Param('client_id') clientId: string, @Query() query: Record<string, unknown>, @Res({ passthrough: true }) reply: FastifyReply) {
+    const code = await this.helper.poll(clientId, query, (seconds) => reply.header('Retry-After', String(seconds)));
+    if (code !== null) return { code };
+    void reply.status(404);
+    return NO_CODE;
   }
 }

@@ -17,7 +17,8 @@ export interface HelperConfig {
   accesstoken_request_url: string;
 }
 
-const noCode = () => new OAuthError('not_found', 'no authorization code is available for this state', { status: 404 });
+/** The answer while no code is waiting: the usual outcome of a poll, so it is a value, not an exception. */
+export const NO_CODE = Object.freeze({ error: 'not_found', error_description: 'no authorization code is available for this state' });
 
 /** Seed 000 endpoints 1 and 2: hand out sign-in links, and their codes to polling devices. */
 @Injectable()
@@ -50,8 +51,11 @@ export class HelperService {
     return { authorize_url: authorize.href, code_url: poll.href, accesstoken_request_url: `${this.env.frontendUrl}/sso/token` };
   }
 
-  /** 200 `{code}` once; 404 before and after; 400 for a bad state; 429 when polled too fast. */
-  async poll(clientId: string, query: unknown, setRetryAfter: (seconds: number) => void): Promise<{ code: string }> {
+  /**
+   * The code, exactly once; null before and after (a 404). Throws for a bad state (400) and when
+   * polled too fast (429).
+   */
+  async poll(clientId: string, query: unknown, setRetryAfter: (seconds: number) => void): Promise<string | null> {
     const params = readOAuthParams(query);
     let stateId: string;
     try {
@@ -59,7 +63,7 @@ export class HelperService {
     } catch (error) {
       if (!(error instanceof InvalidState)) throw error;
       // The seed's 404 for an unknown provider wins over the state's 400.
-      if (!(await this.clients.findEnabled(clientId))) throw noCode();
+      if (!(await this.clients.findEnabled(clientId))) return null;
       throw invalidRequest(error.message);
     }
     const wait = this.polls.retryAfter(stateId);
@@ -67,11 +71,10 @@ export class HelperService {
       setRetryAfter(wait);
       throw new OAuthError('slow_down', `poll at most every ${this.env.CODE_POLL_MIN_INTERVAL} seconds`, { status: 429 });
     }
-    if (!this.approved.mayHaveCode(stateId)) throw noCode();
+    if (!this.approved.mayHaveCode(stateId)) return null;
     const code = await this.codes.pickUp(stateId, clientId);
-    if (!code) throw noCode();
-    this.approved.forget(stateId);
-    return { code };
+    if (code) this.approved.forget(stateId);
+    return code;
   }
 }
 

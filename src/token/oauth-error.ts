@@ -17,7 +17,7 @@ export class OAuthError extends Error {
   readonly basicChallenge: boolean;
 
   constructor(
-    readonly error: OAuthErrorCode | 'not_found' | 'slow_down',
+    readonly error: OAuthErrorCode | 'slow_down',
     readonly description: string,
     options: { status?: number; basicChallenge?: boolean } = {},
   ) {

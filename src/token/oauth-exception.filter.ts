@@ -1,5 +1,6 @@
-import { type ArgumentsHost, Catch, type ExceptionFilter, HttpException, Logger } from '@nestjs/common';
-import type { FastifyReply } from 'fastify';
+import { type ArgumentsHost, Catch, type ExceptionFilter, HttpException } from '@nestjs/common';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { logFailure } from '../common/errors/log-failure.js';
 import { OAuthError } from './oauth-error.js';
 
 /**
@@ -9,13 +10,11 @@ import { OAuthError } from './oauth-error.js';
  */
 @Catch()
 export class OAuthExceptionFilter implements ExceptionFilter {
-  private readonly logger = new Logger('OAuth');
-
   catch(exception: unknown, host: ArgumentsHost) {
-    const reply = host.switchToHttp().getResponse<FastifyReply>();
+    const http = host.switchToHttp();
+    const reply = http.getResponse<FastifyReply>();
     const error = this.toOAuthError(exception);
-    if (error.status >= 500) this.logger.error(exception instanceof Error ? exception : String(exception));
-    else this.logger.debug(`${error.error}: ${error.description}`);
+    logFailure(http.getRequest<FastifyRequest>(), 'OAuth', error.status, exception, `${error.error}: ${error.description}`);
     if (error.basicChallenge) reply.header('WWW-Authenticate', 'Basic realm="voyage-connect", charset="UTF-8"');
     void reply
       .status(error.status)

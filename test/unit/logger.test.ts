@@ -1,6 +1,7 @@
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { createRootLogger, logContext, PinoLoggerService } from '../../src/common/logging/logger.js';
+import { createRootLogger, PinoLoggerService } from '../../src/common/logging/logger.js';
+import { requestLogger } from '../../src/common/logging/request-logger.js';
 
 function capture() {
   const lines: Record<string, unknown>[] = [];
@@ -24,12 +25,33 @@ describe('logging', () => {
     });
   });
 
-  it('gives Nest log lines their context and the current request id', () => {
+  it('gives Nest log lines their context, and an error line its stack', () => {
     const { lines, logger } = capture();
     const nest = new PinoLoggerService(logger);
-    logContext.run({ reqId: 'req-1' }, () => nest.warn('careful', 'KeysService'));
+    nest.warn('careful', 'KeysService');
     nest.error('broke', 'Error: broke\n    at somewhere', 'HttpExceptionFilter');
-    expect(lines[0]).toMatchObject({ level: 'warn', msg: 'careful', context: 'KeysService', reqId: 'req-1' });
+    expect(lines[0]).toMatchObject({ level: 'warn', msg: 'careful', context: 'KeysService' });
     expect(lines[1]).toMatchObject({ level: 'error', msg: 'broke', context: 'HttpExceptionFilter', stack: expect.stringContaining('at somewhere') });
+  });
+
+  it("writes a request's lines with its id and bindings, at the parent's level, and redacted", () => {
+    const { lines, logger } = capture();
+    logger.level = 'info';
+    const log = requestLogger(logger, { reqId: 'req-1' }, {});
+    log.debug('not written');
+    log.info({ client_secret: 's' }, 'written');
+    log.child({ part: 'inner' }).warn('nested');
+    expect(lines).toEqual([
+      expect.objectContaining({ level: 'info', msg: 'written', reqId: 'req-1', client_secret: '[redacted]' }),
+      expect.objectContaining({ level: 'warn', msg: 'nested', reqId: 'req-1', part: 'inner' }),
+    ]);
+    expect(log.level).toBe('info');
+  });
+
+  it("honours a route's own log level", () => {
+    const { lines, logger } = capture();
+    logger.level = 'warn';
+    requestLogger(logger, { reqId: 'req-2' }, { level: 'debug' }).debug('route debug');
+    expect(lines).toEqual([expect.objectContaining({ level: 'debug', msg: 'route debug', reqId: 'req-2' })]);
   });
 });

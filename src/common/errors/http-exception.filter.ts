@@ -1,6 +1,7 @@
-import { type ArgumentsHost, Catch, type ExceptionFilter, HttpException, HttpStatus, Logger } from '@nestjs/common';
+import { type ArgumentsHost, Catch, type ExceptionFilter, HttpException, HttpStatus } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, type AppErrorCode } from './app-error.js';
+import { logFailure } from './log-failure.js';
 
 const STATUS_BY_CODE: Record<AppErrorCode, number> = {
   not_found: HttpStatus.NOT_FOUND,
@@ -14,8 +15,6 @@ const STATUS_BY_CODE: Record<AppErrorCode, number> = {
  */
 @Catch()
 export class HttpExceptionFilter implements ExceptionFilter {
-  private readonly logger = new Logger('HttpExceptionFilter');
-
   catch(exception: unknown, host: ArgumentsHost) {
     const http = host.switchToHttp();
     const request = http.getRequest<FastifyRequest>();
@@ -24,8 +23,7 @@ export class HttpExceptionFilter implements ExceptionFilter {
     // Nest's "Cannot GET <url>" repeats the query, which may carry a state or a code.
     const path = request.url.split('?')[0];
     body.message = body.message.replaceAll(request.url, path);
-    if (status >= 500) this.logger.error(exception instanceof Error ? exception : String(exception));
-    else this.logger.debug(`${status} ${request.method} ${path}: ${body.message}`);
+    logFailure(request, 'HttpExceptionFilter', status, exception, `${status} ${request.method} ${path}: ${body.message}`);
     void reply.status(status).send({ ...body, correlationId: request.id });
   }
 

@@ -1,9 +1,5 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
 import type { LoggerService } from '@nestjs/common';
 import { type DestinationStream, pino, type Logger } from 'pino';
-
-/** Per-request (or per-socket) context, so every log line of a request carries its id. */
-export const logContext = new AsyncLocalStorage<{ reqId: string }>();
 
 /**
  * Paths pino blanks out wherever they appear. Request logs carry the path only (no query, no
@@ -47,7 +43,10 @@ export function createRootLogger(options: { level: string; destination?: 1 | 2 |
   );
 }
 
-/** Nest's logger interface on top of pino: context becomes a field, the request id is added. */
+/**
+ * Nest's logger interface on top of pino: context becomes a field. Code that logs for a request
+ * writes to `request.log`, which carries the request id.
+ */
 export class PinoLoggerService implements LoggerService {
   constructor(private readonly root: Logger) {}
 
@@ -80,7 +79,7 @@ export class PinoLoggerService implements LoggerService {
   private write(level: 'info' | 'error' | 'warn' | 'debug' | 'trace' | 'fatal', message: unknown, params: unknown[], stack?: string) {
     if (!this.root.isLevelEnabled(level)) return;
     const context = typeof params.at(-1) === 'string' ? (params.pop() as string) : undefined;
-    const fields: Record<string, unknown> = { context, reqId: logContext.getStore()?.reqId };
+    const fields: Record<string, unknown> = { context };
     if (stack) fields.stack = stack;
     if (message instanceof Error) this.root[level]({ ...fields, err: message }, message.message);
     else if (typeof message === 'object' && message !== null) this.root[level]({ ...fields, ...message });
