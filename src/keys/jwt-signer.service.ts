@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { JwtService } from '@nestjs/jwt';
+import { signCompactJws } from './compact-jws.js';
 import { KeysService } from './keys.service.js';
 
 /** Why a presented JWT was refused; callers map it to their own error (400, 401, inactive). */
@@ -13,7 +14,7 @@ export interface SignOptions {
   expiresInSeconds: number;
 }
 
-/** Signs and verifies the service's JWTs with the shared signing keys. */
+/** Signs and verifies the service's JWTs with the shared signing keys (header: alg, typ, kid). */
 @Injectable()
 export class JwtSigner {
   constructor(
@@ -21,15 +22,11 @@ export class JwtSigner {
     private readonly keys: KeysService,
   ) {}
 
+  /** Adds `iat` and `exp` (`iat` + the lifetime) to the claims and signs with the active key. */
   async sign(claims: Record<string, unknown>, options: SignOptions): Promise<string> {
     const key = await this.keys.signingKey();
-    return this.jwt.signAsync(claims, {
-      privateKey: key.privateKey,
-      algorithm: key.alg,
-      keyid: key.kid,
-      header: { alg: key.alg, typ: options.typ },
-      expiresIn: options.expiresInSeconds,
-    });
+    const iat = Math.floor(Date.now() / 1000);
+    return signCompactJws(key, options.typ, { ...claims, iat, exp: iat + options.expiresInSeconds });
   }
 
   /** The JOSE header, or null for anything that does not decode (jws throws SyntaxError on a non-JSON payload). */

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import type { EntityManager } from 'typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
+import { PreparedStatement } from '../database/prepared-statement.js';
 
 export interface AuthorizationCodeRow {
   client_id: string;
@@ -36,6 +37,20 @@ export interface Approval {
  * the state id and its expiry in epoch milliseconds, separated by a space.
  */
 export const STATE_APPROVED_CHANNEL = 'vc_state_approved';
+
+const REDEEM = new PreparedStatement<{ user_id: string }>(
+  'redeem-authorization-code',
+  `WITH redeemed AS (
+     UPDATE authorization_codes SET consumed_at = now(), grant_id = $5
+     WHERE code_hash = $1 AND client_id = $2 AND consumed_at IS NULL AND expires_at > now()
+       AND code_challenge IS NOT DISTINCT FROM $3 AND ($4::text IS NULL OR redirect_url = $4)
+     RETURNING user_id),
+   granted AS (
+     INSERT INTO grants (id, client_id, user_id, scope) SELECT $5, $2, user_id, $6 FROM redeemed RETURNING id),
+   first_refresh AS (
+     INSERT INTO refresh_tokens (token_hash, grant_id, client_id, expires_at) SELECT $7, id, $2, $8 FROM granted)
+   SELECT user_id FROM redeemed`,
+);
 
 /** Approved sign-ins (`authorizations`) and the codes issued for them (`authorization_codes`). */
 @Injectable()
@@ -96,6 +111,40 @@ export class AuthorizationCodesRepository {
        VALUES ($1, $2, $3, $4, $5, $6, $7)`,
       [code.codeHash, code.stateId, code.clientId, code.userId, code.redirectUrl, code.codeChallenge, code.expiresAt],
     );
+  }
+
+  /**
+   * The usual exchange in one statement (one round trip, its own transaction): consumes an
+   * unused, unexpired code of this client whose PKCE challenge and redirect URL match, and
+   * creates its grant and first refresh token. False when any of that does not hold, or when a
+   * concurrent exchange consumed it first; the caller then works out why under a lock.
+   */
+  async redeem(
+    dataSource: DataSource,
+    redemption: {
+      codeHash: Buffer;
+      clientId: string;
+      /** The S256 challenge of the presented verifier; null without one. */
+      challenge: string | null;
+      /** The presented redirect_uri; null when the request has none (it must then not be checked). */
+      redirectUri: string | null;
+      grantId: string;
+      scope: string | null;
+      refreshTokenHash: Buffer;
+      refreshTokenExpiresAt: Date;
+    },
+  ): Promise<{ user_id: string } | undefined> {
+    const [row] = await REDEEM.run(dataSource, [
+      redemption.codeHash,
+      redemption.clientId,
+      redemption.challenge,
+      redemption.redirectUri,
+      redemption.grantId,
+      redemption.scope,
+      redemption.refreshTokenHash,
+      redemption.refreshTokenExpiresAt,
+    ]);
+    return row;
   }
 
   /** The code row, locked until the transaction ends, so two exchanges of one code serialise. */

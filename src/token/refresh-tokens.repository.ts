@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import type { EntityManager } from 'typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
+import { PreparedStatement } from '../database/prepared-statement.js';
 
 export interface RefreshTokenRow {
   grant_id: string;
@@ -10,6 +11,19 @@ export interface RefreshTokenRow {
   rotated_at: Date | null;
   grant_revoked_at: Date | null;
 }
+
+const ROTATE = new PreparedStatement<Pick<RefreshTokenRow, 'grant_id' | 'user_id' | 'scope'>>(
+  'rotate-refresh-token',
+  `WITH rotated AS (
+     UPDATE refresh_tokens r SET rotated_at = now()
+     FROM grants g
+     WHERE r.token_hash = $1 AND r.client_id = $2 AND r.rotated_at IS NULL AND r.expires_at > now()
+       AND g.id = r.grant_id AND g.revoked_at IS NULL
+     RETURNING r.grant_id, g.user_id, g.scope),
+   successor AS (
+     INSERT INTO refresh_tokens (token_hash, grant_id, client_id, expires_at) SELECT $3, grant_id, $2, $4 FROM rotated)
+   SELECT grant_id, user_id, scope FROM rotated`,
+);
 
 @Injectable()
 export class RefreshTokensRepository {
@@ -30,6 +44,20 @@ export class RefreshTokensRepository {
        WHERE r.token_hash = $1 FOR UPDATE OF r`,
       [tokenHash],
     );
+    return row;
+  }
+
+  /**
+   * The usual refresh in one statement (one round trip, its own transaction): rotates a live,
+   * unused token of a live grant of this client and stores its successor. Undefined when any of
+   * that does not hold, or when a concurrent refresh rotated it first (the row lock makes this
+   * one wait and re-check); the caller then works out why under a lock.
+   */
+  async rotate(
+    dataSource: DataSource,
+    rotation: { tokenHash: Buffer; clientId: string; successorHash: Buffer; successorExpiresAt: Date },
+  ): Promise<Pick<RefreshTokenRow, 'grant_id' | 'user_id' | 'scope'> | undefined> {
+    const [row] = await ROTATE.run(dataSource, [rotation.tokenHash, rotation.clientId, rotation.successorHash, rotation.successorExpiresAt]);
     return row;
   }
 

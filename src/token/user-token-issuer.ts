@@ -14,7 +14,21 @@ export interface UserTokenResponse {
   refresh_token: string;
 }
 
-/** Issues the access and refresh token pair of a grant, inside the caller's transaction. */
+export interface UserGrant {
+  grantId: string;
+  clientId: string;
+  userId: string;
+  scope: string | null;
+}
+
+/** A refresh token about to be stored: the value for the client, the hash for the database. */
+export interface NewRefreshToken {
+  value: string;
+  hash: Buffer;
+  expiresAt: Date;
+}
+
+/** Issues the access and refresh token pair of a grant. */
 @Injectable()
 export class UserTokenIssuer {
   constructor(
@@ -23,14 +37,20 @@ export class UserTokenIssuer {
     private readonly env: Env,
   ) {}
 
-  async issue(manager: EntityManager, grant: { grantId: string; clientId: string; userId: string; scope: string | null }): Promise<UserTokenResponse> {
-    const refreshToken = randomToken(32);
-    await this.refreshTokens.insert(manager, {
-      tokenHash: sha256(refreshToken),
-      grantId: grant.grantId,
-      clientId: grant.clientId,
-      expiresAt: new Date(Date.now() + this.env.REFRESH_TOKEN_TTL * 1000),
-    });
+  newRefreshToken(): NewRefreshToken {
+    const value = randomToken(32);
+    return { value, hash: sha256(value), expiresAt: new Date(Date.now() + this.env.REFRESH_TOKEN_TTL * 1000) };
+  }
+
+  /** Stores a new refresh token inside the caller's transaction and answers with the pair. */
+  async issue(manager: EntityManager, grant: UserGrant): Promise<UserTokenResponse> {
+    const refreshToken = this.newRefreshToken();
+    await this.refreshTokens.insert(manager, { tokenHash: refreshToken.hash, grantId: grant.grantId, clientId: grant.clientId, expiresAt: refreshToken.expiresAt });
+    return this.respond(grant, refreshToken);
+  }
+
+  /** The response for a refresh token already stored: signs the access token. */
+  async respond(grant: UserGrant, refreshToken: NewRefreshToken): Promise<UserTokenResponse> {
     const accessToken = await this.accessTokens.issue({
       subject: grant.userId,
       clientId: grant.clientId,
@@ -38,6 +58,6 @@ export class UserTokenIssuer {
       grantId: grant.grantId,
       lifetimeSeconds: USER_ACCESS_TOKEN_TTL,
     });
-    return { access_token: accessToken, expires_in: USER_ACCESS_TOKEN_TTL, token_type: 'bearer', scope: grant.scope, refresh_token: refreshToken };
+    return { access_token: accessToken, expires_in: USER_ACCESS_TOKEN_TTL, token_type: 'bearer', scope: grant.scope, refresh_token: refreshToken.value };
   }
 }

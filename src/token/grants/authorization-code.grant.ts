@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
@@ -7,7 +8,7 @@ import { AuthorizationCodesRepository } from '../authorization-codes.repository.
 import { GrantsRepository } from '../grants.repository.js';
 import { invalidGrant } from '../oauth-error.js';
 import { type OAuthParams, requireParam } from '../oauth-params.js';
-import { verifierMatches } from '../pkce.js';
+import { isVerifier, s256Challenge, verifierMatches } from '../pkce.js';
 import { assertScopeAllowed, formatScope, parseScope } from '../scope.js';
 import { inTokenTransaction } from '../token-transaction.js';
 import { UserTokenIssuer, type UserTokenResponse } from '../user-token-issuer.js';
@@ -31,7 +32,24 @@ export class AuthorizationCodeGrant implements GrantHandler<UserTokenResponse> {
     assertScopeAllowed(scope, client.scopes);
     const verifier = params.get('code_verifier');
     const redirectUri = params.get('redirect_uri');
+    const grantScope = formatScope(scope);
 
+    if (verifier === undefined || isVerifier(verifier)) {
+      const grantId = randomUUID();
+      const refreshToken = this.tokens.newRefreshToken();
+      const redeemed = await this.codes.redeem(this.dataSource, {
+        codeHash,
+        clientId: client.id,
+        challenge: verifier === undefined ? null : s256Challenge(verifier),
+        redirectUri: redirectUri ?? null,
+        grantId,
+        scope: grantScope,
+        refreshTokenHash: refreshToken.hash,
+        refreshTokenExpiresAt: refreshToken.expiresAt,
+      });
+      if (redeemed) return this.tokens.respond({ grantId, clientId: client.id, userId: redeemed.user_id, scope: grantScope }, refreshToken);
+    }
+    // Not redeemable as presented: decide why under the row lock (and revoke on a replay).
     return inTokenTransaction(this.dataSource, async (manager) => {
       const code = await this.codes.lock(manager, codeHash);
       // Another client's code is indistinguishable from no code, and is left untouched.
@@ -50,7 +68,6 @@ export class AuthorizationCodeGrant implements GrantHandler<UserTokenResponse> {
         await this.codes.markConsumed(manager, codeHash, null);
         return invalidGrant(problem);
       }
-      const grantScope = formatScope(scope);
       const grantId = await this.grants.create(manager, { clientId: client.id, userId: code.user_id, scope: grantScope });
       await this.codes.markConsumed(manager, codeHash, grantId);
       return this.tokens.issue(manager, { grantId, clientId: client.id, userId: code.user_id, scope: grantScope });

@@ -29,7 +29,17 @@ export class RefreshTokenGrant implements GrantHandler<UserTokenResponse> {
   async handle(params: OAuthParams, client: ClientEntity): Promise<UserTokenResponse> {
     const tokenHash = sha256(requireParam(params, 'refresh_token'));
     const requestedScope = parseScope(params.get('scope'));
-
+    if (!requestedScope) {
+      const successor = this.tokens.newRefreshToken();
+      const rotated = await this.refreshTokens.rotate(this.dataSource, {
+        tokenHash,
+        clientId: client.id,
+        successorHash: successor.hash,
+        successorExpiresAt: successor.expiresAt,
+      });
+      if (rotated) return this.tokens.respond({ grantId: rotated.grant_id, clientId: client.id, userId: rotated.user_id, scope: rotated.scope }, successor);
+    }
+    // A narrowed scope, or a token that could not simply be rotated: decide under the row lock.
     return inTokenTransaction(this.dataSource, async (manager) => {
       const token = await this.refreshTokens.lock(manager, tokenHash);
       if (!token || token.client_id !== client.id) return invalidGrant('the refresh token is invalid');

@@ -1,0 +1,395 @@
+/**
+ * The WebSocket scenarios of the benchmark suite, beside bare `ws` (../shared/anchors/baseline-ws.mjs)
+ * where there is an anchor. Server (and our embedded PostgreSQL) on CPU 0, load generator on CPU 1.
+ *
+ *   npm run build   # once: dist/ must exist
+ *   npx tsx bench/websocket.ts [--runs 3] [--only idle,push,replay] [--quick]
+ *       [--steps 1000,5000,10000,19000] [--settle 3]
+ *       [--push-rates 10000] [--push-conns 1000] [--push-subscribers 1000] [--push-duration 10] [--push-warmup 2] [--push-inflight 256]
+ *       [--replay-counts 1000,5000,10000,20000] [--clean-max 10] [--quiet-wait 60]
+ *
+ * --quick: one run, 1k idle connections, 3 s of push, a 1k replay (a smoke test, not a result).
+ *
+ * 5 idle:   a fresh server per run; the load generator (bench/lib/ws-load.ts, 2 processes: the fd
+ *           limit is per process) opens 100 connections and closes them (warm-up), waits, reads
+ *           the server's VmRSS, then grows to each step, waits --settle s and reads VmRSS again.
+ *           Both servers are measured the same way, without forced GC (ours has no /stats).
+ * 6 push:   ours: --push-conns stream connections over --push-subscribers clients, an open-loop
+ *           HTTP publisher at each rate (at most --push-inflight in flight), latency from publish
+ *           request sent to message received, loss = 202'd notifications not received.
+ *           anchor: ws-load.mjs --mode fanout with the same connections, rate and duration.
+ * 7 replay: a fresh service per run and N; N notifications bulk-inserted for a client that never
+ *           connected, then one connection; time until all N arrived in order, server RSS growth.
+ *
+ * Ours and the anchor alternate (ours first on even runs); every measured run first waits for a
+ * quiet machine, and one in which other processes used ≥ --clean-max % of a core is disturbed and
+ * left out of the medians when clean runs exist. Our PostgreSQL counts as ours, not as disturbance.
+ * Prints a markdown table, writes bench/results/ws-<timestamp>.json.
+ */
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import type { Snapshot } from './sysmon-types.js';
+import { ANCHORS, anchorServer, loadOnCpu1, machine, ROOT, type RunningService, startService, sysmon } from './lib/harness.js';
+import { ANCHOR_WS_AUTH, median, type PushFixtures, round, STREAM_PATH } from './lib/ws-common.js';
+import { clientToken, clientTokens, cloneClients, createPublisher, createSubscriber, insertBacklog } from './lib/ws-fixtures.js';
+
+const { values } = parseArgs({
+  options: {
+    runs: { type: 'string' },
+    only: { type: 'string', default: 'idle,push,replay' },
+    quick: { type: 'boolean', default: false },
+    steps: { type: 'string' },
+    settle: { type: 'string' },
+    'push-rates': { type: 'string', default: '10000' },
+    'push-conns': { type: 'string', default: '1000' },
+    'push-subscribers': { type: 'string', default: '1000' },
+    'push-duration': { type: 'string' },
+    'push-warmup': { type: 'string' },
+    'push-inflight': { type: 'string', default: '256' },
+    'replay-counts': { type: 'string' },
+    'clean-max': { type: 'string', default: '10' },
+    'quiet-wait': { type: 'string' },
+  },
+});
+const quick = values.quick!;
+const numbers = (list: string) => list.split(',').map(Number);
+const settings = {
+  runs: Number(values.runs ?? (quick ? 1 : 3)),
+  only: values.only!.split(','),
+  steps: numbers(values.steps ?? (quick ? '1000' : '1000,5000,10000,19000')),
+  settleS: Number(values.settle ?? (quick ? 1 : 3)),
+  pushRates: numbers(values['push-rates']!),
+  pushConns: Number(values['push-conns']),
+  pushSubscribers: Number(values['push-subscribers']),
+  pushDurationS: Number(values['push-duration'] ?? (quick ? 3 : 10)),
+  pushWarmupS: Number(values['push-warmup'] ?? (quick ? 1 : 2)),
+  pushInflight: Number(values['push-inflight']),
+  replayCounts: numbers(values['replay-counts'] ?? (quick ? '1000' : '1000,5000,10000,20000')),
+  cleanMaxPct: Number(values['clean-max']),
+  quietWaitS: Number(values['quiet-wait'] ?? (quick ? 10 : 60)),
+};
+
+/** What the load generators print, plus what this script adds about the run. */
+type RunResult = Record<string, any> & { error?: string; clean?: boolean };
+type Side = 'ours' | 'anchor';
+type SideRuns = Record<Side, RunResult[]>;
+type Monitor = Awaited<ReturnType<typeof sysmon>>;
+
+/** The stops of everything running now, so a failure or Ctrl-C still ends it all. */
+const running = new Set<() => Promise<void>>();
+
+async function main() {
+  if (!existsSync(join(ROOT, 'dist/main.js'))) throw new Error('dist/main.js is missing: run `npm run build` first');
+  if (settings.pushConns % settings.pushSubscribers !== 0) throw new Error('--push-conns must be a multiple of --push-subscribers');
+  const monitor = await sysmon();
+  const raw: { idle?: SideRuns; push?: Record<number, SideRuns>; replay?: Record<number, RunResult[]> } = {};
+  if (settings.only.includes('idle')) raw.idle = await idleScenario(monitor);
+  if (settings.only.includes('push')) raw.push = await pushScenario(monitor);
+  if (settings.only.includes('replay')) raw.replay = await replayScenario(monitor);
+  report(raw);
+}
+
+// ------------------------------------------------------------------ scenario 5: idle connections
+
+async function idleScenario(monitor: Monitor): Promise<SideRuns> {
+  const runs: SideRuns = { ours: [], anchor: [] };
+  for (let run = 0; run < settings.runs; run++) {
+    for (const side of sidesFor(run)) {
+      const result = side === 'ours' ? await idleOurs(monitor) : await idleAnchor(monitor);
+      runs[side].push(result);
+      const top = result.steps?.at(-1);
+      progress('idle', side, run, result, top ? `${top.held} conns, ${top.rss_per_conn_kb} KB/conn` : undefined);
+    }
+  }
+  return runs;
+}
+
+const idleLoad = (url: string, auth: string, pid: number, countUrl: string) => [
+  '--mode', 'idle', '--url', url, '--auth', auth, '--server-pid', String(pid), '--count-url', countUrl,
+  '--steps', settings.steps.join(','), '--settle', String(settings.settleS), '--procs', '2',
+];
+
+async function idleOurs(monitor: Monitor) {
+  // The default WS_MAX_CONNECTIONS (10,000) would refuse the 19k step; 20,000 is the fd limit anyway.
+  // The service has no per-client limit, so every connection uses one subscriber's token.
+  return withServer(startService({ WS_MAX_CONNECTIONS: '20000' }), async (service) => {
+    const token = await clientToken(service.base, await createSubscriber(service));
+    return measured(monitor, ourLoad(idleLoad(wsUrl(service.base, STREAM_PATH), `Bearer ${token}`, service.pid, `${service.base}/metrics`)), ROOT, service);
+  });
+}
+
+async function idleAnchor(monitor: Monitor) {
+  return withServer(anchorServer(['baseline-ws.mjs']), (anchor) =>
+    // The anchor keys its clients by ?id=, so each connection gets its own.
+    measured(monitor, ourLoad([...idleLoad(wsUrl(anchor.url, '/ws'), ANCHOR_WS_AUTH, anchor.pid, `${anchor.url}/stats`), '--id-query']), ROOT),
+  );
+}
+
+// ------------------------------------------------------------------ scenario 6: publish -> push
+
+async function pushScenario(monitor: Monitor): Promise<Record<number, SideRuns>> {
+  const byRate: Record<number, SideRuns> = Object.fromEntries(settings.pushRates.map((rate) => [rate, { ours: [], anchor: [] }]));
+  // One service for every push run: setting up a thousand subscribers costs more than a run.
+  await withServer(startService({ WS_MAX_CONNECTIONS: String(settings.pushConns + 100) }), async (service) => {
+    const folder = mkdtempSync(join(tmpdir(), 'ws-bench-'));
+    try {
+      const fixturesFile = join(folder, 'push.json');
+      writeFileSync(fixturesFile, JSON.stringify(await pushFixtures(service)));
+      for (let run = 0; run < settings.runs; run++) {
+        for (const rate of settings.pushRates) {
+          for (const side of sidesFor(run)) {
+            const result = side === 'ours' ? await pushOurs(monitor, service, fixturesFile, rate) : await pushAnchor(monitor, rate);
+            byRate[rate][side].push(result);
+            progress(`push ${rate}/s`, side, run, result, result.latency_ms ? `${result.delivered_msgs_per_s} msgs/s, p99 ${result.latency_ms.p99} ms` : undefined);
+          }
+        }
+      }
+    } finally {
+      rmSync(folder, { recursive: true, force: true });
+    }
+  });
+  return byRate;
+}
+
+/** A publisher, and the subscribers (one made by the CLI, the rest cloned) with their tokens. */
+async function pushFixtures(service: RunningService): Promise<PushFixtures> {
+  const publisher = await createPublisher(service);
+  const template = await createSubscriber(service);
+  const subscribers = [template, ...(await cloneClients(service, template, settings.pushSubscribers - 1))];
+  const tokens = await clientTokens(service.base, subscribers);
+  return {
+    base: service.base,
+    publishToken: await clientToken(service.base, publisher, 'notification:publish'),
+    subscribers: subscribers.map((client, index) => ({ clientId: client.client_id, token: tokens[index] })),
+    connsPerSubscriber: settings.pushConns / settings.pushSubscribers,
+  };
+}
+
+/** Same offered rate, warm-up and window for ours and the anchor. */
+const pushTiming = (rate: number) => ['--rate', String(rate), '--duration', String(settings.pushDurationS), '--warmup', String(settings.pushWarmupS)];
+
+function pushOurs(monitor: Monitor, service: RunningService, fixturesFile: string, rate: number) {
+  const args = ['--mode', 'push', '--fixtures', fixturesFile, '--server-pid', String(service.pid), '--inflight', String(settings.pushInflight), ...pushTiming(rate)];
+  return measured(monitor, ourLoad(args), ROOT, service);
+}
+
+function pushAnchor(monitor: Monitor, rate: number) {
+  const timing = pushTiming(rate);
+  return withServer(anchorServer(['baseline-ws.mjs']), (anchor) =>
+    measured(
+      monitor,
+      [join(ANCHORS, 'ws-load.mjs'), '--mode', 'fanout', '--url', wsUrl(anchor.url, '/ws'), '--conns', String(settings.pushConns), '--server-pid', String(anchor.pid), ...timing],
+      ANCHORS,
+    ),
+  );
+}
+
+// ------------------------------------------------------------------ scenario 7: replay of a backlog
+
+async function replayScenario(monitor: Monitor): Promise<Record<number, RunResult[]>> {
+  const byCount: Record<number, RunResult[]> = Object.fromEntries(settings.replayCounts.map((count) => [count, []]));
+  for (let run = 0; run < settings.runs; run++) {
+    for (const count of settings.replayCounts) {
+      // A fresh service each time: RSS growth of one replay, not of the ones before it.
+      const result = await withServer(startService(), async (service) => {
+        const warmUp = await createSubscriber(service);
+        const [client] = await cloneClients(service, warmUp, 1);
+        await insertBacklog(service, warmUp.client_id, 200);
+        await insertBacklog(service, client.client_id, count);
+        const [warmUpToken, token] = await clientTokens(service.base, [warmUp, client]);
+        const args = ['--mode', 'replay', '--url', wsUrl(service.base, STREAM_PATH), '--auth', `Bearer ${token}`, '--count', String(count)];
+        args.push('--server-pid', String(service.pid), '--warmup-auth', `Bearer ${warmUpToken}`, '--warmup-count', '200');
+        return measured(monitor, ourLoad(args), ROOT, service);
+      });
+      byCount[count].push(result);
+      progress(`replay ${count}`, 'ours', run, result, result.total_ms ? `${result.msgs_per_s} msgs/s, RSS +${result.rss_growth_mb} MB` : undefined);
+    }
+  }
+  return byCount;
+}
+
+// ------------------------------------------------------------------ running things
+
+/** Even runs measure ours first, odd runs the anchor first, so drift on the machine hits both alike. */
+const sidesFor = (run: number): Side[] => (run % 2 === 0 ? ['ours', 'anchor'] : ['anchor', 'ours']);
+
+const ourLoad = (args: string[]) => ['--import', 'tsx', join(ROOT, 'bench/lib/ws-load.ts'), ...args];
+const wsUrl = (base: string, path: string) => `${base.replace(/^http/, 'ws')}${path}`;
+
+/** Starts a server, uses it, and stops it whatever happens. */
+async function withServer<T extends { stop: () => Promise<void> }, R>(starting: Promise<T>, use: (server: T) => Promise<R>): Promise<R> {
+  const server = await starting;
+  running.add(server.stop);
+  try {
+    return await use(server);
+  } finally {
+    running.delete(server.stop);
+    await server.stop();
+  }
+}
+
+/**
+ * One measured run of a load generator on CPU 1, after waiting for a quiet machine. Foreign CPU is
+ * what processes outside this script's tree used meanwhile, minus our service's PostgreSQL.
+ */
+async function measured(monitor: Monitor, loadArgs: string[], cwd: string, service?: { databaseCpuPct: (a: Snapshot, b: Snapshot) => number }): Promise<RunResult> {
+  const quiet = await monitor.waitQuiet({ maxPct: 5, maxWaitS: settings.quietWaitS });
+  const before = monitor.snapshot();
+  const result = (await loadOnCpu1<RunResult>(loadArgs, cwd)) as RunResult;
+  const after = monitor.snapshot();
+  const database = service ? service.databaseCpuPct(before, after) : 0;
+  const foreign = monitor.foreignCpu(before, after);
+  result.database_cpu_pct_of_core = database;
+  result.foreign_cpu_pct_of_core = round(foreign.foreign_cpu_pct_of_core - database);
+  result.foreign_top = foreign.foreign_top;
+  result.quiet_wait_s = quiet.waited_s;
+  result.clean = !result.error && result.foreign_cpu_pct_of_core! < settings.cleanMaxPct;
+  return result;
+}
+
+function progress(what: string, side: Side, run: number, result: RunResult, summary?: string) {
+  const disturbed = result.clean ? '' : ` (disturbed: foreign ${result.foreign_cpu_pct_of_core}% of a core)`;
+  console.error(`${what} ${side} run ${run + 1}: ${result.error ?? summary ?? 'no result'}${disturbed}`);
+}
+
+// ------------------------------------------------------------------ report
+
+interface Row {
+  scenario: string;
+  ours: string;
+  anchor: string;
+  ratio: number | null;
+  target: string;
+  met: boolean | null;
+  clean: string;
+}
+
+/** Clean runs; when there is none, every run that produced a result (the clean column says so). */
+function counted(runs: RunResult[]): RunResult[] {
+  const clean = runs.filter((run) => run.clean);
+  return clean.length ? clean : runs.filter((run) => !run.error);
+}
+
+/** The median over counted runs of one figure, with its range when there are several. */
+function figure(runs: RunResult[], get: (run: RunResult) => number | null | undefined) {
+  const values = counted(runs).map(get).filter((value): value is number => typeof value === 'number' && Number.isFinite(value));
+  return { median: median(values), min: values.length ? Math.min(...values) : undefined, max: values.length ? Math.max(...values) : undefined, n: values.length };
+}
+
+function show(stat: ReturnType<typeof figure>, digits = 0, unit = ''): string {
+  if (stat.median === undefined) return '—';
+  const f = (value: number) => value.toLocaleString('en', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+  return stat.n > 1 ? `${f(stat.median)}${unit} (${f(stat.min!)}–${f(stat.max!)})` : `${f(stat.median)}${unit}`;
+}
+
+const cleanOf = (runs: RunResult[]) => `${runs.filter((run) => run.clean).length}/${runs.length}`;
+
+function idleRows(runs: SideRuns): Row[] {
+  const step = (target: number) => (run: RunResult) => (run.steps as { target: number; held: number; rss_mb: number; rss_per_conn_kb: number }[] | undefined)?.find((s) => s.target === target);
+  const clean = `${cleanOf(runs.ours)}, ${cleanOf(runs.anchor)}`;
+  const rows: Row[] = settings.steps.map((target) => {
+    const kb = (side: Side) => figure(runs[side], (run) => step(target)(run)?.rss_per_conn_kb);
+    const total = (side: Side) => figure(runs[side], (run) => step(target)(run)?.rss_mb);
+    const ratio = kb('ours').median && kb('anchor').median ? kb('ours').median! / kb('anchor').median! : null;
+    const atTarget = target === 10_000;
+    return {
+      scenario: `5 idle: RSS at ${target.toLocaleString('en')} connections`,
+      ours: `${show(kb('ours'), 1, ' KB/conn')}; ${show(total('ours'), 0, ' MB')}`,
+      anchor: `${show(kb('anchor'), 1, ' KB/conn')}; ${show(total('anchor'), 0, ' MB')}`,
+      ratio,
+      target: atTarget ? '≤ 1.5× bare ws per connection' : '—',
+      met: atTarget ? ratio !== null && ratio <= 1.5 : null,
+      clean,
+    };
+  });
+  const top = Math.max(...settings.steps);
+  const held = (side: Side) => figure(runs[side], (run) => step(top)(run)?.held);
+  const connectS = (side: Side) => figure(runs[side], (run) => run.steps?.reduce((sum: number, s: { connect_s: number }) => sum + s.connect_s, 0));
+  rows.push({
+    scenario: `5 idle: connections held by one process (of ${top.toLocaleString('en')})`,
+    ours: `${show(held('ours'))}; opened in ${show(connectS('ours'), 1, ' s')}`,
+    anchor: `${show(held('anchor'))}; opened in ${show(connectS('anchor'), 1, ' s')}`,
+    ratio: null,
+    target: '19,000 held',
+    met: top >= 19_000 ? held('ours').min !== undefined && held('ours').min! >= 19_000 : null,
+    clean,
+  });
+  return rows;
+}
+
+function pushRows(byRate: Record<number, SideRuns>): Row[] {
+  return Object.entries(byRate).map(([rate, runs]) => {
+    const delivered = (side: Side) => figure(runs[side], (run) => run.delivered_msgs_per_s);
+    const p99 = (side: Side) => figure(runs[side], (run) => run.latency_ms?.p99);
+    const lost = (side: Side) => figure(runs[side], (run) => run.lost ?? run.lost_or_late);
+    const published = figure(runs.ours, (run) => run.publish_rate_achieved);
+    const ratio = delivered('ours').median && delivered('anchor').median ? delivered('ours').median! / delivered('anchor').median! : null;
+    const cell = (side: Side) => `${show(delivered(side), 0, '/s')} delivered; p99 ${show(p99(side), 1, ' ms')}; lost ${show(lost(side))}`;
+    return {
+      scenario: `6 publish → push, ${Number(rate).toLocaleString('en')}/s offered, ${settings.pushConns.toLocaleString('en')} conns`,
+      ours: `${cell('ours')}; published ${show(published, 0, '/s')}`,
+      anchor: cell('anchor'),
+      ratio,
+      target: '≥ 10,000/s, p99 ≤ 50 ms, 0 lost',
+      met: (delivered('ours').median ?? 0) >= 10_000 && (p99('ours').median ?? Infinity) <= 50 && lost('ours').max === 0,
+      clean: `${cleanOf(runs.ours)}, ${cleanOf(runs.anchor)}`,
+    };
+  });
+}
+
+function replayRows(byCount: Record<number, RunResult[]>): Row[] {
+  return Object.entries(byCount).map(([count, runs]) => {
+    const rate = figure(runs, (run) => run.msgs_per_s);
+    const seconds = figure(runs, (run) => run.total_ms / 1000);
+    const growth = figure(runs, (run) => run.rss_growth_mb);
+    const perMessage = `${show(figure(runs, (run) => run.us_per_msg), 1, ' µs')} and ${show(figure(runs, (run) => run.rss_growth_kb_per_msg), 2, ' KB')} per msg`;
+    const incomplete = counted(runs).filter((run) => run.received !== Number(count) || run.out_of_order > 0 || run.duplicates > 0).length;
+    const atTarget = Number(count) === 10_000;
+    return {
+      scenario: `7 replay of ${Number(count).toLocaleString('en')} on connect`,
+      ours: `${show(rate, 0, ' msgs/s')}; ${show(seconds, 2, ' s')}; RSS +${show(growth, 1, ' MB')}; ${perMessage}${incomplete ? `; ${incomplete} run(s) incomplete or out of order` : ''}`,
+      anchor: '—',
+      ratio: null,
+      target: atTarget ? '≥ 20,000 msgs/s' : 'linear in N',
+      met: atTarget ? (rate.median ?? 0) >= 20_000 && incomplete === 0 : null,
+      clean: cleanOf(runs),
+    };
+  });
+}
+
+function report(raw: { idle?: SideRuns; push?: Record<number, SideRuns>; replay?: Record<number, RunResult[]> }) {
+  const rows = [...(raw.idle ? idleRows(raw.idle) : []), ...(raw.push ? pushRows(raw.push) : []), ...(raw.replay ? replayRows(raw.replay) : [])];
+  const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+  mkdirSync(join(ROOT, 'bench/results'), { recursive: true });
+  const file = join(ROOT, `bench/results/ws-${stamp}.json`);
+  writeFileSync(file, JSON.stringify({ machine: machine(), settings, rows, raw }, null, 2));
+  console.log('| scenario | voyage-connect, median (min–max) | anchor (bare ws), median (min–max) | ratio | target | met | clean runs (ours, anchor) |');
+  console.log('|---|---|---|---|---|---|---|');
+  for (const row of rows) {
+    const met = row.met === null ? '—' : row.met ? 'yes' : 'no';
+    console.log(`| ${row.scenario} | ${row.ours} | ${row.anchor} | ${row.ratio === null ? '—' : `${row.ratio.toFixed(2)}×`} | ${row.target} | ${met} | ${row.clean} |`);
+  }
+  console.log(`\n${file}`);
+}
+
+// ------------------------------------------------------------------ entry
+
+async function stopEverything() {
+  await Promise.allSettled([...running].map((stop) => stop()));
+  running.clear();
+}
+
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    console.error(`${signal}: stopping the servers`);
+    void stopEverything().finally(() => process.exit(130));
+  });
+}
+
+try {
+  await main();
+} finally {
+  await stopEverything();
+}
