@@ -175,15 +175,12 @@ function pushOurs(monitor: Monitor, service: RunningService, fixturesFile: strin
   return measured(monitor, ourLoad(args), ROOT, service);
 }
 
+/** The anchors' own fan-out load: targeted round-robin sends over its /control socket. */
 function pushAnchor(monitor: Monitor, rate: number) {
-  const timing = pushTiming(rate);
-  return withServer(anchorServer(['baseline-ws.mjs']), (anchor) =>
-    measured(
-      monitor,
-      [join(ANCHORS, 'ws-load.mjs'), '--mode', 'fanout', '--url', wsUrl(anchor.url, '/ws'), '--conns', String(settings.pushConns), '--server-pid', String(anchor.pid), ...timing],
-      ANCHORS,
-    ),
-  );
+  return withServer(anchorServer(['baseline-ws.mjs']), (anchor) => {
+    const args = [join(ANCHORS, 'ws-load.mjs'), '--mode', 'fanout', '--url', wsUrl(anchor.url, '/ws'), '--conns', String(settings.pushConns), '--server-pid', String(anchor.pid)];
+    return measured(monitor, [...args, ...pushTiming(rate)], ANCHORS);
+  });
 }
 
 // ------------------------------------------------------------------ scenario 7: replay of a backlog

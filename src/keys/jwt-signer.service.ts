@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { JwtService } from '@nestjs/jwt';
+import { LRUCache } from 'lru-cache';
 import { signCompactJws } from './compact-jws.js';
 import { KeysService } from './keys.service.js';
 
@@ -14,9 +15,25 @@ export interface SignOptions {
   expiresInSeconds: number;
 }
 
+/** What a verified token was checked against, remembered with its claims. */
+interface Verified {
+  claims: { exp?: unknown };
+  typ: string;
+  issuer?: string;
+}
+
+/**
+ * Verified tokens are remembered by their exact text, up to this much text: a device polls with
+ * the same state, and a publisher or subscriber presents the same access token, many times, and
+ * checking a signature costs more than the rest of those requests.
+ */
+const VERIFIED_TEXT_BYTES = 16 * 1024 * 1024;
+
 /** Signs and verifies the service's JWTs with the shared signing keys (header: alg, typ, kid). */
 @Injectable()
 export class JwtSigner {
+  private readonly verified = new LRUCache<string, Verified>({ maxSize: VERIFIED_TEXT_BYTES, sizeCalculation: (_value, token) => token.length });
+
   constructor(
     private readonly jwt: JwtService,
     private readonly keys: KeysService,
@@ -43,6 +60,19 @@ export class JwtSigner {
    * refused), `typ`, expiry and, when given, issuer. Returns the claims.
    */
   async verify<T extends object>(token: string, expected: { typ: string; issuer?: string }): Promise<T> {
+    const known = this.verified.get(token);
+    if (known && known.typ === expected.typ && known.issuer === expected.issuer) {
+      // Remembered tokens still expire: the signature check is what the cache saves, not this.
+      if (typeof known.claims.exp === 'number' && known.claims.exp * 1000 > Date.now()) return known.claims as T;
+      this.verified.delete(token);
+      throw new InvalidJwt('jwt expired');
+    }
+    const claims = Object.freeze(await this.verifySignature<T>(token, expected));
+    if (typeof (claims as Verified['claims']).exp === 'number') this.verified.set(token, { claims, typ: expected.typ, issuer: expected.issuer });
+    return claims;
+  }
+
+  private async verifySignature<T extends object>(token: string, expected: { typ: string; issuer?: string }): Promise<T> {
     const header = this.decodeHeader(token);
     if (!header || typeof header.kid !== 'string') throw new InvalidJwt('malformed token');
     if (typeof header.typ !== 'string' || header.typ.toLowerCase() !== expected.typ) throw new InvalidJwt('wrong token type');

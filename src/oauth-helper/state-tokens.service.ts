@@ -1,5 +1,4 @@
 import { Injectable } from '@nestjs/common';
-import { LRUCache } from 'lru-cache';
 import { randomToken } from '../common/crypto/opaque-token.js';
 import { Env } from '../config/env.js';
 import { InvalidJwt, JwtSigner } from '../keys/jwt-signer.service.js';
@@ -18,14 +17,9 @@ export interface StateClaims {
 
 export class InvalidState extends Error {}
 
-/** How many verified states one instance remembers: a device polls the same state every few seconds. */
-const VERIFIED_STATES = 100_000;
-
 /** The helper's `state`: a signed JWT, unique per call, bound to client, redirect URL and PKCE challenge. */
 @Injectable()
 export class StateTokens {
-  private readonly verified = new LRUCache<string, StateClaims>({ max: VERIFIED_STATES });
-
   constructor(
     private readonly signer: JwtSigner,
     private readonly env: Env,
@@ -47,22 +41,14 @@ export class StateTokens {
   /** The claims of a state issued to `clientId`; throws InvalidState for anything else. */
   async verify(state: string | undefined, clientId: string): Promise<StateClaims> {
     if (!state) throw new InvalidState('state is missing');
-    const claims = this.verified.get(state) ?? (await this.verifySignature(state));
-    // A cached state still expires: the signature check is what the cache saves, not this.
-    if (claims.exp * 1000 <= Date.now()) {
-      this.verified.delete(state);
-      throw new InvalidState('state is invalid or expired');
-    }
+    const claims = await this.verifySignature(state);
     if (claims.client_id !== clientId || typeof claims.jti !== 'string') throw new InvalidState('state was issued to another client');
     return claims;
   }
 
   private async verifySignature(state: string): Promise<StateClaims> {
     try {
-      const claims = await this.signer.verify<StateClaims>(state, { typ: STATE_TYP, issuer: this.env.identityUrl });
-      // Only states whose signature checked out are remembered, by their exact text.
-      this.verified.set(state, claims);
-      return claims;
+      return await this.signer.verify<StateClaims>(state, { typ: STATE_TYP, issuer: this.env.identityUrl });
     } catch (error) {
       if (error instanceof InvalidJwt) throw new InvalidState('state is invalid or expired');
       throw error;

@@ -1,0 +1,51 @@
+import { generateKeyPairSync } from 'node:crypto';
+import { JwtService } from '@nestjs/jwt';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { InvalidJwt, JwtSigner } from '../../src/keys/jwt-signer.service.js';
+import type { KeysService } from '../../src/keys/keys.service.js';
+
+/** A signer over one real ES256 key, with a spy on the signature check. */
+function signer() {
+  const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+  const keys = {
+    signingKey: async () => ({ kid: 'k1', alg: 'ES256' as const, privateKey }),
+    verificationKey: async (kid: string) => (kid === 'k1' ? { alg: 'ES256' as const, publicKey } : undefined),
+  } as unknown as KeysService;
+  const jwt = new JwtService();
+  const check = vi.spyOn(jwt, 'verifyAsync');
+  return { signer: new JwtSigner(jwt, keys), check };
+}
+
+describe('JwtSigner.verify', () => {
+  afterEach(() => vi.useRealTimers());
+
+  it('checks a signature once per token text, yet still refuses the token once it has expired', async () => {
+    vi.useFakeTimers({ now: new Date('2026-11-21T08:00:00Z') });
+    const { signer: jwts, check } = signer();
+    const token = await jwts.sign({ iss: 'https://id.example', jti: 'j' }, { typ: 'vc-state+jwt', expiresInSeconds: 60 });
+    const expected = { typ: 'vc-state+jwt', issuer: 'https://id.example' };
+
+    await expect(jwts.verify(token, expected)).resolves.toMatchObject({ jti: 'j' });
+    await expect(jwts.verify(token, expected)).resolves.toMatchObject({ jti: 'j' });
+    expect(check).toHaveBeenCalledTimes(1);
+
+    vi.setSystemTime(new Date('2026-11-21T08:01:00Z'));
+    await expect(jwts.verify(token, expected)).rejects.toThrow(InvalidJwt);
+  });
+
+  it('checks a remembered token again in full against other expectations', async () => {
+    const { signer: jwts } = signer();
+    const token = await jwts.sign({ iss: 'https://id.example' }, { typ: 'at+jwt', expiresInSeconds: 60 });
+    await jwts.verify(token, { typ: 'at+jwt', issuer: 'https://id.example' });
+    await expect(jwts.verify(token, { typ: 'vc-state+jwt', issuer: 'https://id.example' })).rejects.toThrow('wrong token type');
+    await expect(jwts.verify(token, { typ: 'at+jwt', issuer: 'https://other.example' })).rejects.toThrow(InvalidJwt);
+  });
+
+  it('never remembers a token whose signature did not check out', async () => {
+    const { signer: jwts, check } = signer();
+    const token = await jwts.sign({ iss: 'https://id.example' }, { typ: 'at+jwt', expiresInSeconds: 60 });
+    const forged = `${token.slice(0, -4)}AAAA`;
+    for (let attempt = 0; attempt < 2; attempt++) await expect(jwts.verify(forged, { typ: 'at+jwt' })).rejects.toThrow(InvalidJwt);
+    expect(check).toHaveBeenCalledTimes(2);
+  });
+});
