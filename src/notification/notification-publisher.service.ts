@@ -1,37 +1,44 @@
 import { Injectable } from '@nestjs/common';
+import { GroupCommit } from '../common/batching/group-commit.js';
 import { invalidInput } from '../common/errors/app-error.js';
 import { Env } from '../config/env.js';
 import { Metrics } from '../metrics/metrics.service.js';
 import { type PublishNotificationDto, toPushedMessage } from './dto/publish-notification.dto.js';
-import { NotificationsRepository } from './notifications.repository.js';
+import { type InsertOutcome, type NewNotification, NotificationsRepository } from './notifications.repository.js';
 
 export const UNKNOWN_RECIPIENT = 'recipient must be the client_id of a registered client';
 
-/** Stores a notification durably; the 202 `{id}` is only answered after the commit. */
+/** At most this many publishes share one transaction. */
+const MAX_BATCH = 500;
+
+/**
+ * Stores a notification durably; the 202 `{id}` is only answered after the commit. Concurrent
+ * publishes share transactions (PostgreSQL commits transactions that NOTIFY one at a time, so a
+ * transaction each would cap the publish rate at one commit flush per notification).
+ */
 @Injectable()
 export class NotificationPublisher {
+  private readonly writes: GroupCommit<NewNotification, InsertOutcome>;
+
   constructor(
-    private readonly notifications: NotificationsRepository,
+    notifications: NotificationsRepository,
     private readonly env: Env,
     private readonly metrics: Metrics,
-  ) {}
+  ) {
+    this.writes = new GroupCommit((batch) => notifications.insertBatch(batch), MAX_BATCH);
+  }
 
   async publish(dto: PublishNotificationDto, publishedBy: string | null): Promise<{ id: string }> {
-    try {
-      const { id, stored } = await this.notifications.insert({
-        recipient: dto.recipient,
-        correlationId: dto.correlationId,
-        status: dto.status,
-        payload: toPushedMessage(dto),
-        publishedBy,
-        expiresAt: new Date(Date.now() + this.env.NOTIFICATION_RETENTION * 1000),
-      });
-      if (stored) this.metrics.notificationsPublished.inc();
-      return { id };
-    } catch (error) {
-      // foreign_key_violation: the recipient is not a registered client.
-      if ((error as { code?: string }).code === '23503') throw invalidInput(UNKNOWN_RECIPIENT);
-      throw error;
-    }
+    const outcome = await this.writes.submit({
+      recipient: dto.recipient,
+      correlationId: dto.correlationId,
+      status: dto.status,
+      payload: toPushedMessage(dto),
+      publishedBy,
+      expiresAt: new Date(Date.now() + this.env.NOTIFICATION_RETENTION * 1000),
+    });
+    if ('unknownRecipient' in outcome) throw invalidInput(UNKNOWN_RECIPIENT);
+    if (outcome.stored) this.metrics.notificationsPublished.inc();
+    return { id: outcome.id };
   }
 }

@@ -16,6 +16,9 @@ export interface NewNotification {
   expiresAt: Date;
 }
 
+/** A stored (or already stored) notification's id, or a recipient that is not a registered client. */
+export type InsertOutcome = { id: string; stored: boolean } | { unknownRecipient: true };
+
 export interface StoredNotification {
   seq: number;
   payload: string;
@@ -23,38 +26,78 @@ export interface StoredNotification {
   storedAt: number;
 }
 
+const dedupeKey = (recipient: string, correlationId: string, status: string) => `${recipient}\n${correlationId}\n${status}`;
+
 @Injectable()
 export class NotificationsRepository {
   constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
 
   /**
-   * Stores the notification and wakes the instances (NOTIFY is delivered at commit), once per
-   * (recipient, correlation id, status): a repeated publish returns the stored id.
+   * Stores notifications in one transaction and wakes the instances once per recipient (NOTIFY
+   * is delivered at commit). Each is stored once per (recipient, correlation id, status): a
+   * repeated publish gets the stored id. Results are in the order of `batch`.
    *
-   * A recipient's publishes are serialised by a transaction-scoped advisory lock, so their `seq`
-   * order is their commit order. Without it, two concurrent publishes could commit out of seq
-   * order, and a reader that already sent the higher seq (its cursor) would skip the lower one
-   * for good.
+   * Each recipient's publishes are serialised by a transaction-scoped advisory lock, so their
+   * `seq` order is their commit order. Without it, two concurrent publishes could commit out of
+   * seq order, and a reader that already sent the higher seq (its cursor) would skip the lower
+   * one for good. The locks are taken in one order everywhere, so batches never deadlock.
    */
-  async insert(notification: NewNotification): Promise<{ id: string; stored: boolean }> {
-    const params = [notification.recipient, notification.correlationId, notification.status];
+  async insertBatch(batch: NewNotification[]): Promise<InsertOutcome[]> {
+    const recipients = batch.map((notification) => notification.recipient);
     return this.dataSource.transaction(async (manager) => {
-      await manager.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [PUBLISH_LOCK_CLASS, notification.recipient]);
-      const inserted: { id: string }[] = await manager.query(
-        `WITH inserted AS (
-           INSERT INTO notifications (recipient, correlation_id, status, payload, published_by, expires_at)
-           VALUES ($1, $2, $3, $4, $5, $6)
-           ON CONFLICT (recipient, correlation_id, status) DO NOTHING
-           RETURNING id, recipient)
-         SELECT id, pg_notify('${NOTIFICATION_CHANNEL}', recipient) FROM inserted`,
-        [...params, notification.payload, notification.publishedBy, notification.expiresAt],
+      await manager.query(
+        `SELECT pg_advisory_xact_lock($1, key) FROM (SELECT DISTINCT hashtext(recipient) AS key FROM unnest($2::text[]) AS recipient ORDER BY key) AS keys`,
+        [PUBLISH_LOCK_CLASS, recipients],
       );
-      if (inserted.length > 0) return { id: inserted[0].id, stored: true };
-      const [existing] = await manager.query(
-        'SELECT id FROM notifications WHERE recipient = $1 AND correlation_id = $2 AND status = $3',
-        params,
+      // In batch order (seq follows it); unknown recipients are left out rather than failing the batch.
+      const inserted: { id: string; recipient: string; correlation_id: string; status: string }[] = await manager.query(
+        `INSERT INTO notifications (recipient, correlation_id, status, payload, published_by, expires_at)
+         SELECT n.recipient, n.correlation_id, n.status, n.payload, n.published_by, n.expires_at
+         FROM unnest($1::text[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::timestamptz[]) WITH ORDINALITY
+           AS n (recipient, correlation_id, status, payload, published_by, expires_at, position)
+         WHERE EXISTS (SELECT 1 FROM clients WHERE id = n.recipient)
+         ORDER BY n.position
+         ON CONFLICT (recipient, correlation_id, status) DO NOTHING
+         RETURNING id, recipient, correlation_id, status`,
+        [
+          recipients,
+          batch.map((notification) => notification.correlationId),
+          batch.map((notification) => notification.status),
+          batch.map((notification) => notification.payload),
+          batch.map((notification) => notification.publishedBy),
+          batch.map((notification) => notification.expiresAt),
+        ],
       );
-      return { id: existing.id, stored: false };
+      const woken = [...new Set(inserted.map((row) => row.recipient))];
+      if (woken.length > 0) await manager.query(`SELECT pg_notify('${NOTIFICATION_CHANNEL}', recipient) FROM unnest($1::text[]) AS recipient`, [woken]);
+
+      const storedIds = new Map(inserted.map((row) => [dedupeKey(row.recipient, row.correlation_id, row.status), row.id]));
+      const repeats: { index: number; notification: NewNotification }[] = [];
+      const outcomes = batch.map((notification, index): InsertOutcome => {
+        const key = dedupeKey(notification.recipient, notification.correlationId, notification.status);
+        const id = storedIds.get(key);
+        if (id === undefined) {
+          repeats.push({ index, notification });
+          return { unknownRecipient: true };
+        }
+        storedIds.delete(key); // a repeat later in this batch gets this id with stored: false
+        return { id, stored: true };
+      });
+      // Repeats of what is already stored (before, or earlier in this batch) get the stored id.
+      if (repeats.length > 0) {
+        const existing: { id: string; position: number }[] = await manager.query(
+          `SELECT s.id, n.position FROM unnest($1::text[], $2::uuid[], $3::text[], $4::int[]) AS n (recipient, correlation_id, status, position)
+           JOIN notifications s USING (recipient, correlation_id, status)`,
+          [
+            repeats.map(({ notification }) => notification.recipient),
+            repeats.map(({ notification }) => notification.correlationId),
+            repeats.map(({ notification }) => notification.status),
+            repeats.map(({ index }) => index),
+          ],
+        );
+        for (const row of existing) outcomes[row.position] = { id: row.id, stored: false };
+      }
+      return outcomes;
     });
   }
 

@@ -381,6 +381,29 @@ describe('notification publishing and history', () => {
         expect(await rowCount()).toBe(count);
       });
 
+      it('answers each of a burst of concurrent publishes as if it had been alone', async () => {
+        const forAlice = Array.from({ length: 30 }, () => validNotification(alice.id));
+        const forBob = Array.from({ length: 30 }, () => validNotification(bob.id));
+        const repeated = validNotification(bob.id);
+        const count = await rowCount();
+        // Sent in this order, all in flight together: they share transactions.
+        const responses = await Promise.all(
+          [...forAlice.flatMap((body, index) => [body, forBob[index]]), repeated, validNotification('no-such-client'), repeated].map((body) =>
+            publish(app, publishToken, body),
+          ),
+        );
+        const unknown = responses.at(-2)!;
+        expectValidationError(unknown, 'recipient');
+        const accepted = responses.filter((response) => response !== unknown);
+        for (const response of accepted) expect({ status: response.status, body: response.body }).toStrictEqual({ status: 202, body: { id: expect.stringMatching(UUID) } });
+        expect(accepted.at(-1)!.body.id).toBe(accepted.at(-2)!.body.id);
+        expect(await rowCount()).toBe(count + 61);
+        const stored = await rows('correlation_id = ANY($1)', [[...forAlice, ...forBob].map((body) => body.correlationId)]);
+        expect(stored.filter((row) => row.recipient === alice.id)).toHaveLength(30);
+        expect(stored.filter((row) => row.recipient === bob.id)).toHaveLength(30);
+        expect(new Set(stored.map((row) => row.id))).toEqual(new Set(accepted.slice(0, 60).map((response) => response.body.id)));
+      });
+
       it('stores concurrent identical publishes once and answers every one with the same id', async () => {
         const body = validNotification(alice.id);
         const ids = await Promise.all(Array.from({ length: 8 }, () => published(body)));
