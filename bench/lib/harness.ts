@@ -25,8 +25,12 @@ export const pinned = (cpu: string, args: string[]) => ['taskset', ['-c', cpu, p
 
 export type RunningService = Awaited<ReturnType<typeof startService>>;
 
-/** Our service, built, pinned to CPU 0 with its embedded PostgreSQL (which inherits the pinning). */
+/**
+ * Our service, built, pinned to CPU 0 with its embedded PostgreSQL (which inherits the pinning).
+ * BENCH_CPU_PROF=<dir> makes it write a V8 CPU profile there when it stops (`node --cpu-prof`).
+ */
 export async function startService(extraEnv: Record<string, string> = {}, nodeArgs: string[] = []) {
+  if (process.env.BENCH_CPU_PROF) nodeArgs = ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`, ...nodeArgs];
   const dataDir = mkdtempSync(join(tmpdir(), 'voyage-connect-bench-'));
   const port = await freePort();
   const env = {

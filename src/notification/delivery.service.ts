@@ -1,11 +1,14 @@
 import { Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import type { WebSocket } from 'ws';
+import { Batcher } from '../common/batching/batcher.js';
 import { Env } from '../config/env.js';
 import { Metrics } from '../metrics/metrics.service.js';
-import { NotificationsRepository, type StoredNotification } from './notifications.repository.js';
+import { NotificationsRepository, type ReadAfter, type StoredNotification } from './notifications.repository.js';
 
-/** How many stored notifications one read fetches (replay and live alike). */
+/** How many stored notifications one read fetches for a recipient (replay and live alike). */
 const BATCH = 500;
+/** How many recipients' reads share one query. */
+const READS_PER_QUERY = 1_000;
 /** How long a connection whose buffer is full may take to drain before it counts as slow. */
 const DRAIN_DEADLINE_MS = 5_000;
 const DRAIN_POLL_MS = 20;
@@ -44,12 +47,16 @@ export class DeliveryService implements OnModuleInit, OnApplicationShutdown {
   /** Highest seq the recipient is known to have read (a pong answered it), not yet written back. */
   private readonly confirmed = new Map<string, number>();
   private flushTimer?: NodeJS.Timeout;
+  /** A burst of publishes wakes many recipients at once: their reads share round trips. */
+  private readonly reads: Batcher<ReadAfter, StoredNotification[]>;
 
   constructor(
     private readonly notifications: NotificationsRepository,
     private readonly env: Env,
     private readonly metrics: Metrics,
-  ) {}
+  ) {
+    this.reads = new Batcher((requests) => notifications.after(requests), READS_PER_QUERY);
+  }
 
   onModuleInit() {
     this.flushTimer = setInterval(() => void this.flush(), CURSOR_FLUSH_MS).unref();
@@ -118,8 +125,8 @@ export class DeliveryService implements OnModuleInit, OnApplicationShutdown {
     for (;;) {
       const open = [...recipient.subscribers].filter(isOpen);
       if (open.length === 0) return;
-      const from = Math.min(...open.map((subscriber) => subscriber.sentSeq));
-      const batch = await this.notifications.after(clientId, from, BATCH);
+      const from = open.reduce((lowest, subscriber) => Math.min(lowest, subscriber.sentSeq), Infinity);
+      const batch = await this.reads.submit({ recipient: clientId, seq: from, limit: BATCH });
       if (batch.length === 0) return;
       for (const subscriber of open) await this.sendBatch(subscriber, batch);
       if (batch.length < BATCH) return;

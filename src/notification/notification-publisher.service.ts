@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { GroupCommit } from '../common/batching/group-commit.js';
+import { Batcher } from '../common/batching/batcher.js';
 import { invalidInput } from '../common/errors/app-error.js';
 import { Env } from '../config/env.js';
 import { Metrics } from '../metrics/metrics.service.js';
@@ -18,14 +18,14 @@ const MAX_BATCH = 500;
  */
 @Injectable()
 export class NotificationPublisher {
-  private readonly writes: GroupCommit<NewNotification, InsertOutcome>;
+  private readonly writes: Batcher<NewNotification, InsertOutcome>;
 
   constructor(
     notifications: NotificationsRepository,
     private readonly env: Env,
     private readonly metrics: Metrics,
   ) {
-    this.writes = new GroupCommit((batch) => notifications.insertBatch(batch), MAX_BATCH);
+    this.writes = new Batcher((batch) => notifications.insertBatch(batch), MAX_BATCH);
   }
 
   async publish(dto: PublishNotificationDto, publishedBy: string | null): Promise<{ id: string }> {

@@ -19,6 +19,13 @@ export interface NewNotification {
 /** A stored (or already stored) notification's id, or a recipient that is not a registered client. */
 export type InsertOutcome = { id: string; stored: boolean } | { unknownRecipient: true };
 
+/** Up to `limit` of the recipient's notifications after `seq`. */
+export interface ReadAfter {
+  recipient: string;
+  seq: number;
+  limit: number;
+}
+
 export interface StoredNotification {
   seq: number;
   payload: string;
@@ -101,14 +108,23 @@ export class NotificationsRepository {
     });
   }
 
-  /** The recipient's retained notifications after `seq`, in publish order. */
-  async after(recipient: string, seq: number, limit: number): Promise<StoredNotification[]> {
-    const rows: { seq: string; payload: string; stored_at: string }[] = await this.dataSource.query(
-      `SELECT seq, payload, (extract(epoch FROM created_at) * 1000)::bigint AS stored_at FROM notifications
-       WHERE recipient = $1 AND seq > $2 AND expires_at > now() ORDER BY seq LIMIT $3`,
-      [recipient, seq, limit],
+  /**
+   * For each request, the recipient's retained notifications after `seq`, in publish order: one
+   * round trip for all the recipients a burst of publishes woke.
+   */
+  async after(requests: ReadAfter[]): Promise<StoredNotification[][]> {
+    const rows: { position: number; seq: string; payload: string; stored_at: string }[] = await this.dataSource.query(
+      `SELECT r.position, n.seq, n.payload, (extract(epoch FROM n.created_at) * 1000)::bigint AS stored_at
+       FROM unnest($1::text[], $2::bigint[], $3::int[]) WITH ORDINALITY AS r (recipient, after_seq, max_rows, position)
+       CROSS JOIN LATERAL (
+         SELECT seq, payload, created_at FROM notifications
+         WHERE recipient = r.recipient AND seq > r.after_seq AND expires_at > now() ORDER BY seq LIMIT r.max_rows) AS n
+       ORDER BY r.position, n.seq`,
+      [requests.map((request) => request.recipient), requests.map((request) => request.seq), requests.map((request) => request.limit)],
     );
-    return rows.map((row) => ({ seq: Number(row.seq), payload: row.payload, storedAt: Number(row.stored_at) }));
+    const results: StoredNotification[][] = requests.map(() => []);
+    for (const row of rows) results[Number(row.position) - 1].push({ seq: Number(row.seq), payload: row.payload, storedAt: Number(row.stored_at) });
+    return results;
   }
 
   /** The recipient's retained notifications published at or after `since`, oldest first. */

@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { Injectable } from '@nestjs/common';
+import { Injectable, type OnApplicationShutdown } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { Env } from '../config/env.js';
+import { NotifiedIdSet, notifiedIdPayloadSql } from '../database/notified-id-set.js';
+import { PgListener } from '../database/pg-listener.service.js';
 import { JwtSigner } from '../keys/jwt-signer.service.js';
 
 /** RFC 9068 §2.1: the JOSE type of a JWT access token. */
@@ -30,13 +32,29 @@ export interface NewAccessToken {
   audience?: string;
 }
 
+/** NOTIFY channel announcing a revoked access token (a NotifiedIdSet of jti). */
+const TOKEN_REVOKED_CHANNEL = 'vc_token_revoked';
+
 @Injectable()
-export class AccessTokens {
+export class AccessTokens implements OnApplicationShutdown {
+  /** Revoked token ids, mirrored on every instance: each stream upgrade and publish checks one. */
+  private readonly revoked: NotifiedIdSet;
+
   constructor(
     private readonly signer: JwtSigner,
     private readonly env: Env,
     @InjectDataSource() private readonly dataSource: DataSource,
-  ) {}
+    listener: PgListener,
+  ) {
+    this.revoked = new NotifiedIdSet(listener, TOKEN_REVOKED_CHANNEL, async () => {
+      const rows: { jti: string; expires_at: Date }[] = await dataSource.query('SELECT jti, expires_at FROM revoked_access_tokens WHERE expires_at > now()');
+      return rows.map((row) => ({ id: row.jti, expiresAt: row.expires_at }));
+    });
+  }
+
+  onApplicationShutdown(): void {
+    this.revoked.stop();
+  }
 
   issue(token: NewAccessToken): Promise<string> {
     return this.signer.sign(
@@ -60,13 +78,18 @@ export class AccessTokens {
 
   /** RFC 7009 for a JWT: remember its id until it would have expired anyway. */
   async revoke(claims: AccessTokenClaims): Promise<void> {
-    await this.dataSource.query('INSERT INTO revoked_access_tokens (jti, expires_at) VALUES ($1, to_timestamp($2)) ON CONFLICT DO NOTHING', [
-      claims.jti,
-      claims.exp,
-    ]);
+    await this.dataSource.query(
+      `WITH revoked AS (
+         INSERT INTO revoked_access_tokens (jti, expires_at) VALUES ($1, to_timestamp($2)) ON CONFLICT DO NOTHING RETURNING jti, expires_at)
+       SELECT pg_notify('${TOKEN_REVOKED_CHANNEL}', ${notifiedIdPayloadSql('jti', 'expires_at')}) FROM revoked`,
+      [claims.jti, claims.exp],
+    );
+    // This instance refuses the token at once; the others when the notification arrives.
+    this.revoked.add(claims.jti, claims.exp * 1000);
   }
 
   async isRevoked(claims: AccessTokenClaims): Promise<boolean> {
+    if (this.revoked.isComplete) return this.revoked.has(claims.jti);
     const rows = await this.dataSource.query('SELECT 1 FROM revoked_access_tokens WHERE jti = $1', [claims.jti]);
     return rows.length > 0;
   }

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { DataSource, EntityManager } from 'typeorm';
+import { notifiedIdPayloadSql } from '../database/notified-id-set.js';
 import { PreparedStatement } from '../database/prepared-statement.js';
 
 export interface AuthorizationCodeRow {
@@ -32,10 +33,7 @@ export interface Approval {
   stateExpiresAt: Date;
 }
 
-/**
- * NOTIFY channel announcing a state whose code now waits for its polling device; the payload is
- * the state id and its expiry in epoch milliseconds, separated by a space.
- */
+/** NOTIFY channel announcing a state whose code now waits for its polling device (a NotifiedIdSet). */
 export const STATE_APPROVED_CHANNEL = 'vc_state_approved';
 
 const REDEEM = new PreparedStatement<{ user_id: string }>(
@@ -65,8 +63,7 @@ export class AuthorizationCodesRepository {
          INSERT INTO authorizations (state_id, client_id, user_id, redirect_url, code_challenge, expires_at, picked_up_at)
          VALUES ($1, $2, $3, $4, $5, $6, CASE WHEN $7 THEN now() END)
          ON CONFLICT (state_id) DO NOTHING RETURNING state_id, expires_at)
-       SELECT CASE WHEN $7 THEN NULL
-              ELSE pg_notify('${STATE_APPROVED_CHANNEL}', state_id || ' ' || floor(extract(epoch FROM expires_at) * 1000)) END
+       SELECT CASE WHEN $7 THEN NULL ELSE pg_notify('${STATE_APPROVED_CHANNEL}', ${notifiedIdPayloadSql('state_id', 'expires_at')}) END
        FROM approved`,
       [approval.stateId, approval.clientId, approval.userId, approval.redirectUrl, approval.codeChallenge, approval.stateExpiresAt, pickedUp],
     );

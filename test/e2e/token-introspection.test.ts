@@ -1,5 +1,6 @@
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PgListener } from '../../src/database/pg-listener.service.js';
 import { HousekeepingService } from '../../src/token/housekeeping.service.js';
 import { freePort } from '../setup/free-port.js';
 import { createClient, createUser, type TestClient } from '../factories/oauth.factory.js';
@@ -371,5 +372,47 @@ describe('GET /.well-known/oauth-authorization-server with an issuer that has a 
     } finally {
       await app.close();
     }
+  });
+});
+
+describe('access token revocation across instances', () => {
+  let first: TestApp;
+  let second: TestApp;
+  let user: PortalUser;
+  let client: TestClient;
+
+  const isActiveOn = async (app: TestApp, token: string) => ((await introspect(app, client, token)).body as { active: boolean }).active;
+
+  beforeAll(async () => {
+    first = await startTestApp({ CODE_POLL_MIN_INTERVAL: '0' });
+    // One service behind one public address: both instances share its URLs and database.
+    const urls = { IDENTITY_URL: first.baseUrl, API_URL: first.baseUrl, FRONTEND_URL: first.baseUrl };
+    second = await startTestApp({ CODE_POLL_MIN_INTERVAL: '0', ...urls }, first.databaseUrl);
+    user = await createUser(first);
+    client = await createClient(first, { redirectPatterns: [LOOPBACK_PATTERN] });
+  });
+  afterAll(async () => {
+    await second?.close();
+    await first?.close();
+  });
+
+  it('refuses on the other instance, within moments, an access token revoked through one', async () => {
+    const { access_token } = await issueTokens(first, client, user, { redirectUrl: LOOPBACK_REDIRECT });
+    expect(await isActiveOn(second, access_token)).toBe(true);
+    expectRevoked(await revoke(first, client, access_token));
+    expect(await isActiveOn(first, access_token)).toBe(false);
+    await expect.poll(() => isActiveOn(second, access_token), { timeout: 3000, interval: 50 }).toBe(false);
+  });
+
+  it('refuses a token whose revocation notice was lost, once the instance listens again', async () => {
+    const { access_token } = await issueTokens(first, client, user, { redirectUrl: LOOPBACK_REDIRECT });
+    expect(await isActiveOn(second, access_token)).toBe(true);
+    // Revoked without the NOTIFY, as if it had been sent while the listeners were disconnected.
+    const claims = decodeJwt(access_token);
+    await query(first.databaseUrl, 'INSERT INTO revoked_access_tokens (jti, expires_at) VALUES ($1, to_timestamp($2))', [claims.jti, claims.exp]);
+    await query(first.databaseUrl, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'voyage-connect-listener' AND datname = current_database()");
+    await expect.poll(() => second.get(PgListener).isListening, { timeout: 5000, interval: 20 }).toBe(false);
+    await expect.poll(() => second.get(PgListener).isListening, { timeout: 5000, interval: 20 }).toBe(true);
+    expect(await isActiveOn(second, access_token)).toBe(false);
   });
 });

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { GroupCommit } from '../../src/common/batching/group-commit.js';
+import { Batcher } from '../../src/common/batching/batcher.js';
 
-describe('GroupCommit', () => {
+describe('Batcher', () => {
   it('writes a lone item at once, and gathers what arrives during a flush into the next one', async () => {
     const flushed: number[][] = [];
-    const commit = new GroupCommit<number, string>(async (items) => {
+    const commit = new Batcher<number, string>(async (items) => {
       flushed.push(items);
       await new Promise((resolve) => setTimeout(resolve, 10));
       return items.map((item) => `done ${item}`);
@@ -18,7 +18,7 @@ describe('GroupCommit', () => {
   });
 
   it('fails every caller of a failed flush, and goes on with the next batch', async () => {
-    const commit = new GroupCommit<number, number>(async (items) => {
+    const commit = new Batcher<number, number>(async (items) => {
       await new Promise((resolve) => setTimeout(resolve, 10));
       if (items.includes(1)) throw new Error('database down');
       return items;

@@ -1,10 +1,10 @@
 /**
- * Gathers the items submitted while a flush is under way and writes them together in the next
- * one: one transaction and one commit for many callers, each answered only once its item is
- * committed. Under light load every item goes alone and waits for nothing; under heavy load
- * batches grow by themselves, up to `maxBatch`.
+ * Gathers the items submitted while a flush is under way and handles them together in the next
+ * one: one database round trip (and for writes one commit) for many callers, each answered with
+ * its own result once the flush is done. Under light load every item goes alone and waits for
+ * nothing; under heavy load batches grow by themselves, up to `maxBatch`.
  */
-export class GroupCommit<In, Out> {
+export class Batcher<In, Out> {
   private queue: { item: In; resolve: (out: Out) => void; reject: (error: unknown) => void }[] = [];
   private flushing = false;
 
