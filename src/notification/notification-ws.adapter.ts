@@ -52,6 +52,15 @@ export class NotificationWsAdapter extends WsAdapter {
     });
   }
 
+  /**
+   * The stream takes no messages from clients (the gateway subscribes to none), so the per-socket
+   * RxJS pipeline Nest builds to dispatch them would only cost memory on every idle connection.
+   */
+  override bindMessageHandlers(...args: Parameters<WsAdapter['bindMessageHandlers']>): void {
+    const [, handlers] = args;
+    if (handlers.length > 0) super.bindMessageHandlers(...args);
+  }
+
   override async close(server: WebSocketServer): Promise<void> {
     // Stop accepting first: an upgrade that completes from now on is answered 503 by ws, instead of
     // opening after the snapshot below and being cut (1006) with the silent clients.
