@@ -47,8 +47,9 @@ export class DeliveryService implements OnModuleInit, OnApplicationShutdown {
   /** Highest seq the recipient is known to have read (a pong answered it), not yet written back. */
   private readonly confirmed = new Map<string, number>();
   private flushTimer?: NodeJS.Timeout;
-  /** A burst of publishes wakes many recipients at once: their reads share round trips. */
+  /** A burst of publishes wakes many recipients at once (and a restart reconnects many): their reads share round trips. */
   private readonly reads: Batcher<ReadAfter, StoredNotification[]>;
+  private readonly cursors: Batcher<string, number>;
 
   constructor(
     private readonly notifications: NotificationsRepository,
@@ -56,6 +57,7 @@ export class DeliveryService implements OnModuleInit, OnApplicationShutdown {
     private readonly metrics: Metrics,
   ) {
     this.reads = new Batcher((requests) => notifications.after(requests), READS_PER_QUERY);
+    this.cursors = new Batcher((recipients) => notifications.deliveredSeqs(recipients), READS_PER_QUERY);
   }
 
   onModuleInit() {
@@ -72,7 +74,7 @@ export class DeliveryService implements OnModuleInit, OnApplicationShutdown {
     // Read the unsaved confirmation before the stored cursor too: a flush that completes while the
     // cursor is read deletes it from `confirmed`, and the read may not see what that flush saved.
     const unsaved = this.confirmed.get(clientId) ?? 0;
-    const stored = await this.notifications.deliveredSeq(clientId);
+    const stored = await this.cursors.submit(clientId);
     const sentSeq = Math.max(stored, unsaved, this.confirmed.get(clientId) ?? 0);
     const subscriber: Subscriber = { clientId, socket, sentSeq };
     // Delivery pings carry a seq; the heartbeat's pings carry nothing.

@@ -137,9 +137,14 @@ export class NotificationsRepository {
     return rows.map((row) => row.payload);
   }
 
-  async deliveredSeq(recipient: string): Promise<number> {
-    const [row] = await this.dataSource.query('SELECT delivered_seq FROM delivery_cursors WHERE client_id = $1', [recipient]);
-    return row ? Number(row.delivered_seq) : 0;
+  /** Each recipient's delivery cursor (0 before its first delivery), in the order asked. */
+  async deliveredSeqs(recipients: string[]): Promise<number[]> {
+    const rows: { client_id: string; delivered_seq: string }[] = await this.dataSource.query(
+      'SELECT client_id, delivered_seq FROM delivery_cursors WHERE client_id = ANY($1)',
+      [recipients],
+    );
+    const cursors = new Map(rows.map((row) => [row.client_id, Number(row.delivered_seq)]));
+    return recipients.map((recipient) => cursors.get(recipient) ?? 0);
   }
 
   /** Moves cursors forward only: instances may confirm out of order. */
