@@ -95,7 +95,7 @@ async function main() {
     // How cost grows with concurrency: one run per level, ours and the anchor side by side.
     const sweep: Record<string, { connections: number; ours: LoadResult; anchor?: LoadResult }[]> = {};
     const levels = opt.sweep.split(',').filter(Boolean);
-    for (const scenario of scenarios.filter((candidate) => ['token', 'refresh'].includes(candidate.id))) {
+    for (const scenario of scenarios.filter((candidate) => levels.length > 0 && ['token', 'refresh'].includes(candidate.id))) {
       sweep[scenario.id] = [];
       for (const level of levels) {
         const ours = await measure(scenario, 'ours', level, services[0]);

@@ -1,5 +1,5 @@
-import { type DynamicModule, Module, ValidationPipe } from '@nestjs/common';
-import { APP_FILTER, APP_PIPE } from '@nestjs/core';
+import { type DynamicModule, Module } from '@nestjs/common';
+import { APP_FILTER } from '@nestjs/core';
 import { ClientsModule } from './clients/clients.module.js';
 import { ConfigModule } from './config/config.module.js';
 import type { Env } from './config/env.js';
@@ -32,7 +32,6 @@ export class AppModule {
       ],
       providers: [
         { provide: APP_FILTER, useClass: ExceptionRoutingFilter },
-        { provide: APP_PIPE, useValue: new ValidationPipe({ whitelist: true, transform: true }) },
       ],
     };
   }

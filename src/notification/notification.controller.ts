@@ -1,9 +1,16 @@
-import { BadRequestException, Body, Controller, Get, HttpCode, Post, Query, Req, UseGuards } from '@nestjs/common';
+import { BadRequestException, Body, Controller, Get, HttpCode, Post, Query, Req, UseGuards, ValidationPipe } from '@nestjs/common';
 import { ApiAcceptedResponse, ApiBadRequestResponse, ApiBearerAuth, ApiForbiddenResponse, ApiOkResponse, ApiOperation, ApiQuery, ApiTags, ApiUnauthorizedResponse } from '@nestjs/swagger';
 import { type AuthenticatedRequest, BearerGuard, Requires } from './bearer.guard.js';
 import { isCalendarDate, PublishNotificationDto } from './dto/publish-notification.dto.js';
 import { NotificationHistory } from './notification-history.service.js';
 import { NotificationPublisher } from './notification-publisher.service.js';
+
+/**
+ * The only body validated against a DTO. Validation is applied here rather than globally: a
+ * global pipe runs on every parameter of every route, which cost the code poll a fifth of its
+ * throughput for nothing.
+ */
+const VALIDATED_BODY = new ValidationPipe({ whitelist: true, transform: true });
 
 @ApiTags('notifications')
 @ApiBearerAuth()
@@ -23,7 +30,7 @@ export class NotificationController {
   @ApiBadRequestResponse({ description: '`{message, errors: [...], correlationId}` field errors' })
   @ApiUnauthorizedResponse({ description: 'missing, invalid or expired token' })
   @ApiForbiddenResponse({ description: 'token without notification:publish' })
-  publish(@Body() body: PublishNotificationDto, @Req() request: AuthenticatedRequest) {
+  publish(@Body(VALIDATED_BODY) body: PublishNotificationDto, @Req() request: AuthenticatedRequest) {
     return this.publisher.publish(body, request.token.client_id);
   }
 

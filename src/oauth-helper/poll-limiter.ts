@@ -18,6 +18,7 @@ export class PollLimiter {
 
   /** Seconds to wait before polling again, or 0 when this poll may go ahead (then it counts). */
   retryAfter(stateId: string, now = Date.now()): number {
+    if (this.minIntervalMs === 0) return 0; // no interval: nothing to remember
     const last = this.lastPoll.get(stateId);
     if (last !== undefined && now - last < this.minIntervalMs) return Math.ceil((this.minIntervalMs - (now - last)) / 1000);
     this.lastPoll.set(stateId, now);
