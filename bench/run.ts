@@ -40,8 +40,11 @@ interface LoadResult {
   [key: string]: unknown;
 }
 
-/** Starts what one measured run needs; returns the load generator's arguments and how to undo it. */
-type Variant = (connections: string) => Promise<{ load: string[]; cwd?: string; stop?: () => Promise<void> }>;
+/**
+ * Starts what one measured run needs; returns the load generator's arguments, how to undo it, and
+ * the service measured when it is not the shared one (its PostgreSQL's CPU is counted as ours).
+ */
+type Variant = (connections: string) => Promise<{ load: string[]; cwd?: string; service?: RunningService; stop?: () => Promise<void> }>;
 
 interface Scenario {
   id: string;
@@ -71,7 +74,8 @@ async function main() {
       const after = monitor.snapshot();
       await prepared.stop?.();
       // The service's PostgreSQL is daemonised (outside our process tree) but is part of what is measured.
-      const ownDatabase = side === 'ours' && service ? service.databaseCpuPct(before, after) : 0;
+      const measuredService = prepared.service ?? service;
+      const ownDatabase = side === 'ours' && measuredService ? measuredService.databaseCpuPct(before, after) : 0;
       result.database_cpu_pct_of_core = ownDatabase;
       const foreign = monitor.foreignCpu(before, after).foreign_cpu_pct_of_core - ownDatabase;
       // A run with wrong statuses, socket errors or broken chains measured something else: it never counts.
@@ -137,7 +141,7 @@ async function buildScenarios(selected: string[], services: RunningService[]): P
     const device: BenchClient = await poller.cli('client:create', '--name', 'bench-poller', '--grant', 'authorization_code');
     await fillAuthorizations(poller, device, rows);
     const config = (await (await fetch(`${poller.base}/external/oauth2helper/config/${device.client_id}`, { method: 'POST' })).json()) as { code_url: string };
-    return { load: [BENCH_TOKEN, '--url', config.code_url, '--method', 'GET', '--expect', '404', '-c', connections, ...duration, '--pid', String(poller.pid)], stop: poller.stop };
+    return { load: [BENCH_TOKEN, '--url', config.code_url, '--method', 'GET', '--expect', '404', '-c', connections, ...duration, '--pid', String(poller.pid)], service: poller, stop: poller.stop };
   };
   const fastifyAnchor: Variant = async (connections) => {
     const anchor = await anchorServer(['baseline-fastify.mjs']);
@@ -163,6 +167,8 @@ async function buildScenarios(selected: string[], services: RunningService[]): P
     '-c',
     connections,
     ...duration,
+    '--pid',
+    String(service.pid),
   ];
   const atLeast = (rps: number, p99: number) => (ours: Summary) => (ours.median ?? 0) >= rps && (ours.p99 ?? Infinity) <= p99;
 
@@ -182,7 +188,7 @@ async function buildScenarios(selected: string[], services: RunningService[]): P
       ours: async (connections) => {
         const rs = await startService({ SIGNING_ALG: 'RS256' });
         const rsClient: BenchClient = await rs.cli('client:create', '--name', 'bench-rs256', '--grant', 'client_credentials');
-        return { load: [...tokenLoad(rs.base, rsClient), '-c', connections, '--pid', String(rs.pid)], stop: rs.stop };
+        return { load: [...tokenLoad(rs.base, rsClient), '-c', connections, '--pid', String(rs.pid)], service: rs, stop: rs.stop };
       },
       anchor: oidcAnchor('RS256'),
       met: (_ours, ratio) => (ratio ?? 0) >= 1.5,

@@ -17,6 +17,7 @@
  * grants.json is a JSON array of refresh tokens (refresh: 2 × -c) or codes (code: enough for
  * warm-up and run).
  */
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
@@ -31,8 +32,18 @@ const { values: opt } = parseArgs({
     connections: { type: 'string', short: 'c', default: '50' },
     duration: { type: 'string', short: 'd', default: '10' },
     warmup: { type: 'string', default: '3' },
+    pid: { type: 'string' },
   },
 });
+
+/** CPU seconds the server process has used (utime + stime from /proc). */
+const CLK_TCK = Number(execFileSync('getconf', ['CLK_TCK']).toString()) || 100;
+const serverCpuSeconds = () => {
+  if (!opt.pid) return 0;
+  const stat = readFileSync(`/proc/${opt.pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / CLK_TCK;
+};
 
 const refresh = opt.mode === 'refresh';
 const grants: string[] = JSON.parse(readFileSync(opt.grants!, 'utf8'));
@@ -82,7 +93,9 @@ if (Number(opt.warmup) > 0) {
 }
 statuses.clear();
 if (refresh) available = grants.slice(0, connections);
+const cpuBefore = serverCpuSeconds();
 const result = await run(refresh ? { amount: Math.max(connections * 10, Math.round(warmupRate * duration)) } : { duration });
+const serverCpuPct = opt.pid ? Math.round(((serverCpuSeconds() - cpuBefore) / result.duration) * 1000) / 10 : undefined;
 const ok = statuses.get(200) ?? 0;
 const total = [...statuses.values()].reduce((sum, count) => sum + count, 0);
 
@@ -112,6 +125,7 @@ console.log(
     errors: result.errors + exhausted,
     grants_exhausted: exhausted,
     chains_broken: chainsBroken,
+    server_cpu_pct_of_core: serverCpuPct,
     node: process.version,
   }),
 );
