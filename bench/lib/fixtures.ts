@@ -75,7 +75,8 @@ async function benchUser(db: pg.Client): Promise<{ id: string }> {
   return rows[0];
 }
 
-async function withDatabase<T>(service: RunningService, work: (db: pg.Client) => Promise<T>): Promise<T> {
+/** A connection to the service's own database for the length of `work`. */
+export async function withDatabase<T>(service: RunningService, work: (db: pg.Client) => Promise<T>): Promise<T> {
   const db = new pg.Client({ connectionString: service.databaseUrl });
   await db.connect();
   try {

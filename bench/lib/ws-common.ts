@@ -3,6 +3,7 @@
  * process memory and CPU from /proc, percentiles, and the stream's address.
  */
 import { execFileSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 
 /** Path of our service's notification stream (CONTRACT.md, notification service #1). */
@@ -17,6 +18,22 @@ export interface PushFixtures {
   publishToken: string;
   subscribers: { clientId: string; token: string }[];
   connsPerSubscriber: number;
+}
+
+/** A report-ready notification with the seed's fields in its order, as the publish route stores them. */
+export function benchNotification(correlationId: string, origin: string, stamp = new Date().toISOString()) {
+  return {
+    correlationId,
+    productName: 'RouteAdvice',
+    origin,
+    status: 'New',
+    statusTimestamp: stamp,
+    deliverables: [{ productType: 'pdf' }],
+    customerReferenceId: 'bench',
+    routeCalculationScheduleId: randomUUID(),
+    warnings: [],
+    creationDate: stamp,
+  };
 }
 
 const CLK_TCK = Number(execFileSync('getconf', ['CLK_TCK']).toString()) || 100;

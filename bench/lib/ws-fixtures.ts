@@ -4,8 +4,9 @@
  * notification backlogs inserted in bulk.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import pg from 'pg';
+import { withDatabase } from './fixtures.js';
 import type { RunningService } from './harness.js';
+import { benchNotification } from './ws-common.js';
 
 export interface Client {
   client_id: string;
@@ -84,20 +85,7 @@ export async function insertBacklog(service: RunningService, recipient: string, 
       for (let index = start; index < Math.min(count, start + 5000); index++) {
         const correlationId = randomUUID();
         ids.push(correlationId);
-        payloads.push(
-          JSON.stringify({
-            correlationId,
-            productName: 'RouteAdvice',
-            origin: `replay-${index}`,
-            status: 'New',
-            statusTimestamp: stamp,
-            deliverables: [{ productType: 'pdf' }],
-            customerReferenceId: 'bench',
-            routeCalculationScheduleId: randomUUID(),
-            warnings: [],
-            creationDate: stamp,
-          }),
-        );
+        payloads.push(JSON.stringify(benchNotification(correlationId, `replay-${index}`, stamp)));
       }
       // One statement per chunk; rows get their seq in array order.
       await db.query(
@@ -109,14 +97,4 @@ export async function insertBacklog(service: RunningService, recipient: string, 
     }
     await db.query('VACUUM ANALYZE notifications');
   });
-}
-
-async function withDatabase<T>(service: RunningService, use: (db: pg.Client) => Promise<T>): Promise<T> {
-  const db = new pg.Client({ connectionString: service.databaseUrl });
-  await db.connect();
-  try {
-    return await use(db);
-  } finally {
-    await db.end();
-  }
 }

@@ -18,7 +18,7 @@ import http from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import WebSocket from 'ws';
-import { cpuSeconds, mb, now, percentile, type PushFixtures, round, sleep, STREAM_PATH, vmRss } from './ws-common.js';
+import { benchNotification, cpuSeconds, mb, now, percentile, type PushFixtures, round, sleep, STREAM_PATH, vmRss } from './ws-common.js';
 
 const { values: opt } = parseArgs({
   options: {
@@ -413,20 +413,7 @@ class Publisher {
 
   /** Resolves with the HTTP status (0 for a transport error). */
   publish(recipient: string, correlationId: string): Promise<number> {
-    const stamp = new Date().toISOString();
-    const body = JSON.stringify({
-      recipient,
-      correlationId,
-      productName: 'RouteAdvice',
-      origin: 'bench',
-      status: 'New',
-      statusTimestamp: stamp,
-      deliverables: [{ productType: 'pdf' }],
-      customerReferenceId: 'bench',
-      routeCalculationScheduleId: randomUUID(),
-      warnings: [],
-      creationDate: stamp,
-    });
+    const body = JSON.stringify({ recipient, ...benchNotification(correlationId, 'bench') });
     this.inflight++;
     return new Promise((resolve) => {
       const done = (status: number) => {
