@@ -79,27 +79,28 @@ export class NotificationsRepository {
       if (woken.length > 0) await manager.query(`SELECT pg_notify('${NOTIFICATION_CHANNEL}', recipient) FROM unnest($1::text[]) AS recipient`, [woken]);
 
       const storedIds = new Map(inserted.map((row) => [dedupeKey(row.recipient, row.correlation_id, row.status), row.id]));
-      const repeats: { index: number; notification: NewNotification }[] = [];
+      // Not inserted: a repeat of what is stored, or a recipient that is not a client.
+      const notInserted: { index: number; notification: NewNotification }[] = [];
       const outcomes = batch.map((notification, index): InsertOutcome => {
         const key = dedupeKey(notification.recipient, notification.correlationId, notification.status);
         const id = storedIds.get(key);
         if (id === undefined) {
-          repeats.push({ index, notification });
+          notInserted.push({ index, notification });
           return { unknownRecipient: true };
         }
         storedIds.delete(key); // a repeat later in this batch gets this id with stored: false
         return { id, stored: true };
       });
       // Repeats of what is already stored (before, or earlier in this batch) get the stored id.
-      if (repeats.length > 0) {
+      if (notInserted.length > 0) {
         const existing: { id: string; position: number }[] = await manager.query(
           `SELECT s.id, n.position FROM unnest($1::text[], $2::uuid[], $3::text[], $4::int[]) AS n (recipient, correlation_id, status, position)
            JOIN notifications s USING (recipient, correlation_id, status)`,
           [
-            repeats.map(({ notification }) => notification.recipient),
-            repeats.map(({ notification }) => notification.correlationId),
-            repeats.map(({ notification }) => notification.status),
-            repeats.map(({ index }) => index),
+            notInserted.map(({ notification }) => notification.recipient),
+            notInserted.map(({ notification }) => notification.correlationId),
+            notInserted.map(({ notification }) => notification.status),
+            notInserted.map(({ index }) => index),
           ],
         );
         for (const row of existing) outcomes[row.position] = { id: row.id, stored: false };
