@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ClientsService } from '../../src/clients/clients.service.js';
-import { PgListener } from '../../src/database/pg-listener.service.js';
 import { createClient, createUser, type TestClient } from '../factories/oauth.factory.js';
 import {
   claimsFor,
@@ -15,6 +14,7 @@ import {
 } from '../factories/state.factory.js';
 import { signIn } from '../setup/browserless-login.js';
 import { query } from '../setup/database.js';
+import { reconnectListeners, startSecondInstance } from '../setup/instances.js';
 import { startTestApp, type TestApp } from '../setup/test-app.js';
 
 const errorBody = (error: string) => ({ error, error_description: expect.any(String) });
@@ -242,9 +242,7 @@ describe('GET /external/oauth2helper/code/get/{client_id} across instances', () 
 
   beforeAll(async () => {
     first = await startTestApp({ CODE_POLL_MIN_INTERVAL: '0' });
-    // One service behind one public address: both instances share its URLs and database.
-    const urls = { IDENTITY_URL: first.baseUrl, API_URL: first.baseUrl, FRONTEND_URL: first.baseUrl };
-    second = await startTestApp({ CODE_POLL_MIN_INTERVAL: '0', ...urls }, first.databaseUrl);
+    second = await startSecondInstance(first, { CODE_POLL_MIN_INTERVAL: '0' });
     client = await createClient(first);
   });
   afterAll(async () => {
@@ -271,9 +269,7 @@ describe('GET /external/oauth2helper/code/get/{client_id} across instances', () 
       `INSERT INTO authorizations (state_id, client_id, user_id, expires_at) VALUES ($1, $2, $3, to_timestamp($4))`,
       [stateClaims(state).jti, client.id, user.id, stateClaims(state).exp],
     );
-    await query(first.databaseUrl, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'voyage-connect-listener' AND datname = current_database()");
-    await expect.poll(() => second.get(PgListener).isListening, { timeout: 5000, interval: 20 }).toBe(false);
-    await expect.poll(() => second.get(PgListener).isListening, { timeout: 5000, interval: 20 }).toBe(true);
+    await reconnectListeners(second);
 
     const response = await poll(second, client.id, state);
     expect(response.status).toBe(200);

@@ -1,6 +1,5 @@
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PgListener } from '../../src/database/pg-listener.service.js';
 import { HousekeepingService } from '../../src/token/housekeeping.service.js';
 import { freePort } from '../setup/free-port.js';
 import { createClient, createUser, type TestClient } from '../factories/oauth.factory.js';
@@ -23,6 +22,7 @@ import {
   userId,
 } from '../factories/token-flow.factory.js';
 import { query } from '../setup/database.js';
+import { reconnectListeners, startSecondInstance } from '../setup/instances.js';
 import { startTestApp, type TestApp } from '../setup/test-app.js';
 
 const INACTIVE = { active: false };
@@ -385,9 +385,7 @@ describe('access token revocation across instances', () => {
 
   beforeAll(async () => {
     first = await startTestApp({ CODE_POLL_MIN_INTERVAL: '0' });
-    // One service behind one public address: both instances share its URLs and database.
-    const urls = { IDENTITY_URL: first.baseUrl, API_URL: first.baseUrl, FRONTEND_URL: first.baseUrl };
-    second = await startTestApp({ CODE_POLL_MIN_INTERVAL: '0', ...urls }, first.databaseUrl);
+    second = await startSecondInstance(first, { CODE_POLL_MIN_INTERVAL: '0' });
     user = await createUser(first);
     client = await createClient(first, { redirectPatterns: [LOOPBACK_PATTERN] });
   });
@@ -410,9 +408,7 @@ describe('access token revocation across instances', () => {
     // Revoked without the NOTIFY, as if it had been sent while the listeners were disconnected.
     const claims = decodeJwt(access_token);
     await query(first.databaseUrl, 'INSERT INTO revoked_access_tokens (jti, expires_at) VALUES ($1, to_timestamp($2))', [claims.jti, claims.exp]);
-    await query(first.databaseUrl, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'voyage-connect-listener' AND datname = current_database()");
-    await expect.poll(() => second.get(PgListener).isListening, { timeout: 5000, interval: 20 }).toBe(false);
-    await expect.poll(() => second.get(PgListener).isListening, { timeout: 5000, interval: 20 }).toBe(true);
+    await reconnectListeners(second);
     expect(await isActiveOn(second, access_token)).toBe(false);
   });
 });
