@@ -8,6 +8,7 @@ import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import { LogController } from 'fastify';
 import type { Logger } from 'pino';
 import { AppModule } from './app.module.js';
+import { RequestDeadlineError } from './common/errors/temporarily-unavailable.js';
 import { PinoLoggerService } from './common/logging/logger.js';
 import { requestLogger } from './common/logging/request-logger.js';
 import type { Env } from './config/env.js';
@@ -34,6 +35,7 @@ export async function createApp(env: Env, databaseUrl: string, logger: Logger): 
     reply.header('x-request-id', request.id);
     done();
   });
+  answerLateRequests(adapter, env.REQUEST_TIMEOUT_MS);
 
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(env, databaseUrl), adapter, {
     logger: new PinoLoggerService(logger),
@@ -54,6 +56,25 @@ export async function createApp(env: Env, databaseUrl: string, logger: Logger): 
     .build();
   SwaggerModule.setup('docs', app, () => SwaggerModule.createDocument(app, openApi));
   return app;
+}
+
+/**
+ * A request still unanswered after `timeoutMs` gets a 503 with Retry-After in its route's error
+ * format (the error goes through the exception filters). Its database work is bounded by the
+ * pool's timeouts already; this bounds what they cannot see, such as a server that vanished
+ * without closing its connections.
+ */
+function answerLateRequests(adapter: FastifyAdapter, timeoutMs: number) {
+  const fastify = adapter.getInstance();
+  const deadlines = new WeakMap<object, NodeJS.Timeout>();
+  fastify.addHook('onRequest', (request, reply, done) => {
+    deadlines.set(request, setTimeout(() => reply.sent || reply.send(new RequestDeadlineError(timeoutMs)), timeoutMs));
+    done();
+  });
+  fastify.addHook('onResponse', (request, _reply, done) => {
+    clearTimeout(deadlines.get(request));
+    done();
+  });
 }
 
 /** Latency per route pattern (not per URL, which would explode the label set). */

@@ -4,6 +4,7 @@ import { createApp } from './app.js';
 import { createRootLogger } from './common/logging/logger.js';
 import { type Env, InvalidConfigError, loadProcessEnv } from './config/env.js';
 import { type DatabaseServer, openDatabaseServer } from './database/database-server.js';
+import { HealthRegistry } from './health/health-registry.js';
 
 let env: Env;
 try {
@@ -24,8 +25,21 @@ async function start() {
   await app.listen({ port: env.PORT, host: env.HOST });
 }
 
-/** Health turns 503, in-flight requests finish (or are cut after SHUTDOWN_TIMEOUT_MS), the pool and the embedded database close. */
+/** How long closing the pool, saving cursors and stopping the embedded database may take after requests are cut. */
+const SHUTDOWN_GRACE_MS = 15_000;
+
+/**
+ * Health turns 503 (and stays so for SHUTDOWN_DELAY_MS while requests are still served, for load
+ * balancers to notice), in-flight requests finish (or are cut after SHUTDOWN_TIMEOUT_MS), the
+ * pool and the embedded database close. Whatever hangs, the process is gone after the deadline.
+ */
 async function stop(): Promise<void> {
+  app?.get(HealthRegistry).beginShutdown();
+  if (env.SHUTDOWN_DELAY_MS > 0) await new Promise((resolve) => setTimeout(resolve, env.SHUTDOWN_DELAY_MS));
+  setTimeout(() => {
+    logger.error('shutdown did not finish in time; exiting');
+    process.exit(1);
+  }, env.SHUTDOWN_TIMEOUT_MS + SHUTDOWN_GRACE_MS).unref();
   const cutoff = setTimeout(() => app?.getHttpServer().closeAllConnections(), env.SHUTDOWN_TIMEOUT_MS).unref();
   try {
     await app?.close();

@@ -56,6 +56,18 @@ export class Env {
   @Min(1) @Max(1000) @IsInt()
   DATABASE_POOL_SIZE: number = 20;
 
+  /** Milliseconds a pooled connection may wait to be handed out or opened before the request fails with 503. */
+  @Min(100) @Max(60000) @IsInt()
+  DATABASE_CONNECT_TIMEOUT_MS: number = 3000;
+
+  /** Milliseconds one SQL statement may run (PostgreSQL statement_timeout) before it is cancelled. */
+  @Min(100) @Max(600000) @IsInt()
+  DATABASE_STATEMENT_TIMEOUT_MS: number = 5000;
+
+  /** Milliseconds a statement may wait for a lock (PostgreSQL lock_timeout) before it gives up. */
+  @Min(100) @Max(600000) @IsInt()
+  DATABASE_LOCK_TIMEOUT_MS: number = 2000;
+
   /** Folder for the embedded PostgreSQL data and its credentials. */
   @IsString() @MinLength(1)
   DATA_DIR: string = './.data';
@@ -159,6 +171,14 @@ export class Env {
   /** Milliseconds SIGTERM waits for in-flight requests before closing them. */
   @Min(0) @Max(600000) @IsInt()
   SHUTDOWN_TIMEOUT_MS: number = 10000;
+
+  /** Milliseconds between SIGTERM and the start of the shutdown, with /health already 503 (for load balancers to notice). */
+  @Min(0) @Max(600000) @IsInt()
+  SHUTDOWN_DELAY_MS: number = 0;
+
+  /** Milliseconds a request may take before it is answered 503 (its database work is bounded by the timeouts above anyway). */
+  @Min(1000) @Max(600000) @IsInt()
+  REQUEST_TIMEOUT_MS: number = 10000;
 
   /** Log HTTP requests (method, path, status, time; never queries or headers). */
   @Transform(toBoolean) @IsBoolean()

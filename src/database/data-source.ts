@@ -5,11 +5,23 @@ import { DataSource, type DataSourceOptions, type MigrationInterface } from 'typ
 /** Any constant: the key of the advisory lock that serialises migrations across instances. */
 const MIGRATION_LOCK_KEY = 7_042_001;
 
+/** How long the service's database work may wait; every wait on PostgreSQL is bounded by one of these. */
+export interface DatabaseLimits {
+  /** Waiting for a pooled connection, or for a new one to open. */
+  connectTimeoutMs: number;
+  /** One statement's run time (PostgreSQL cancels it). */
+  statementTimeoutMs: number;
+  /** One statement's wait for a lock (row, table or advisory). */
+  lockTimeoutMs: number;
+}
+
 /**
  * The one set of connection options used by the service, the admin CLI and the TypeORM CLI.
  * Entities are added by the feature modules (autoLoadEntities); migrations come from migrations/.
+ * Without `limits` nothing is bounded but opening a connection: migrations may legitimately run
+ * long, and wait for another instance's migrations.
  */
-export async function dataSourceOptions(url: string, poolSize = 10): Promise<DataSourceOptions> {
+export async function dataSourceOptions(url: string, poolSize = 10, limits?: DatabaseLimits): Promise<DataSourceOptions> {
   return {
     type: 'postgres',
     url,
@@ -18,9 +30,18 @@ export async function dataSourceOptions(url: string, poolSize = 10): Promise<Dat
     migrations: await loadMigrations(),
     extra: {
       max: poolSize,
-      connectionTimeoutMillis: 5_000,
+      connectionTimeoutMillis: limits?.connectTimeoutMs ?? 5_000,
       idleTimeoutMillis: 30_000,
       application_name: 'voyage-connect',
+      // A server that vanishes without a reset (host gone, cable cut) is noticed by the kernel.
+      keepAlive: true,
+      keepAliveInitialDelayMillis: 10_000,
+      ...(limits && {
+        statement_timeout: limits.statementTimeoutMs,
+        lock_timeout: limits.lockTimeoutMs,
+        // A transaction left open by a stalled process must not keep its locks for long.
+        idle_in_transaction_session_timeout: Math.max(10_000, 2 * limits.statementTimeoutMs),
+      }),
     },
   };
 }

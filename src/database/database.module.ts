@@ -2,9 +2,11 @@ import { type DynamicModule, Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { Env } from '../config/env.js';
+import { Metrics } from '../metrics/metrics.service.js';
 import { dataSourceOptions, runMigrations } from './data-source.js';
 import { DatabaseUrl } from './database-url.js';
 import { PgListener } from './pg-listener.service.js';
+import { QueryErrorCounter } from './query-error-counter.js';
 
 /** The TypeORM data source on `url`, migrated before any feature module starts; the URL itself for LISTEN. */
 @Module({})
@@ -17,12 +19,26 @@ export class DatabaseModule {
       exports: [DatabaseUrl, PgListener],
       imports: [
         TypeOrmModule.forRootAsync({
-          inject: [Env],
-          useFactory: async (env: Env) => ({ ...(await dataSourceOptions(url, env.DATABASE_POOL_SIZE)), autoLoadEntities: true }),
+          inject: [Env, Metrics],
+          useFactory: async (env: Env, metrics: Metrics) => ({
+            ...(await dataSourceOptions(url, env.DATABASE_POOL_SIZE, {
+              connectTimeoutMs: env.DATABASE_CONNECT_TIMEOUT_MS,
+              statementTimeoutMs: env.DATABASE_STATEMENT_TIMEOUT_MS,
+              lockTimeoutMs: env.DATABASE_LOCK_TIMEOUT_MS,
+            })),
+            autoLoadEntities: true,
+            logger: new QueryErrorCounter(metrics),
+          }),
           dataSourceFactory: async (options) => {
-            const dataSource = await new DataSource(options!).initialize();
-            await runMigrations(dataSource);
-            return dataSource;
+            // Migrations run on a connection of their own, without the service's timeouts: they may
+            // take long, and wait for another instance that is migrating.
+            const migrator = await new DataSource(await dataSourceOptions(url, 2)).initialize();
+            try {
+              await runMigrations(migrator);
+            } finally {
+              await migrator.destroy();
+            }
+            return new DataSource(options!).initialize();
           },
         }),
       ],

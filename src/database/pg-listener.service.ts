@@ -1,5 +1,6 @@
 import { Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import pg from 'pg';
+import { Metrics } from '../metrics/metrics.service.js';
 import { DatabaseUrl } from './database-url.js';
 
 const RETRY_MS = [250, 500, 1000, 2000, 5000];
@@ -25,7 +26,10 @@ export class PgListener implements OnApplicationBootstrap, OnApplicationShutdown
   private retryTimer?: NodeJS.Timeout;
   private probe?: NodeJS.Timeout;
 
-  constructor(private readonly databaseUrl: DatabaseUrl) {}
+  constructor(
+    private readonly databaseUrl: DatabaseUrl,
+    private readonly metrics: Metrics,
+  ) {}
 
   /** Subscribe before the application starts (in a constructor or onModuleInit). */
   on(channel: string, handler: Handler): void {
@@ -90,12 +94,17 @@ export class PgListener implements OnApplicationBootstrap, OnApplicationShutdown
     if (client !== this.client || this.stopped) return;
     clearInterval(this.probe);
     this.client = undefined;
+    const wasListening = this.connected;
     this.connected = false;
     client.removeAllListeners();
     client.on('error', () => {});
     void client.end().catch(() => {});
     const delay = RETRY_MS[Math.min(this.attempt++, RETRY_MS.length - 1)];
-    this.logger.warn(`listener connection lost (${error.message}); retrying in ${delay} ms`);
+    // One line when the connection is lost; the retries that follow are quiet until it is back.
+    if (wasListening) {
+      this.metrics.listenerReconnects.inc();
+      this.logger.warn(`listener connection lost (${error.message}); reconnecting`);
+    } else this.logger.debug(`listener connection attempt failed (${error.message}); retrying in ${delay} ms`);
     this.retryTimer = setTimeout(() => void this.connect(), delay);
   }
 }

@@ -52,6 +52,25 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly databaseUnavailable = new Counter({
+    name: 'database_unavailable_errors_total',
+    help: 'Statements that failed because PostgreSQL was away or busy, by reason (timeout, lock, connection, overload)',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
+
+  readonly listenerReconnects = new Counter({
+    name: 'pg_listener_reconnects_total',
+    help: 'Times the LISTEN connection was lost and opened again',
+    registers: [this.registry],
+  });
+
+  readonly cursorFlushFailures = new Counter({
+    name: 'delivery_cursor_flush_failures_total',
+    help: 'Delivery cursor saves that failed (they are retried at the next flush)',
+    registers: [this.registry],
+  });
+
   constructor() {
     collectDefaultMetrics({ register: this.registry });
   }

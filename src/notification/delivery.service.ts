@@ -3,6 +3,8 @@ import type { WebSocket } from 'ws';
 import { Batcher } from '../common/batching/batcher.js';
 import { Env } from '../config/env.js';
 import { Metrics } from '../metrics/metrics.service.js';
+import { isDatabaseUnavailable } from '../database/database-unavailable.js';
+import { CursorBook, type CursorSave, type Progress } from './cursor-book.js';
 import { NotificationsRepository, type ReadAfter, type StoredNotification } from './notifications.repository.js';
 
 /** How many stored notifications one read fetches for a recipient (replay and live alike). */
@@ -16,15 +18,25 @@ const DRAIN_POLL_MS = 20;
 const RETRY_MS = 1_000;
 /** How often confirmed deliveries are written back as cursors. */
 const CURSOR_FLUSH_MS = 250;
+/** At most this many delivery pings wait for their pong per connection (a client that never answers cannot grow it). */
+const MAX_AWAITING_PINGS = 256;
+/** While cursor saves keep failing, one log line per this interval. */
+const FAILURE_LOG_INTERVAL_MS = 30_000;
 
 /** Close code for a client that does not read fast enough (RFC 6455 §7.4.1: try again later). */
 export const SLOW_CONSUMER_CLOSE = 1013;
 
-/** One open stream of a recipient, and how far it has been sent. */
-export interface Subscriber {
+/** A delivery ping waiting for its pong: the last seq it covers, and when the first message it covers was stored. */
+interface AwaitedPing {
+  seq: number;
+  firstStoredAt: number;
+}
+
+/** One open stream of a recipient: how far it was sent, and what it proved it read. */
+export interface Subscriber extends Progress {
   clientId: string;
   socket: WebSocket;
-  sentSeq: number;
+  awaiting: AwaitedPing[];
 }
 
 interface Recipient {
@@ -32,24 +44,35 @@ interface Recipient {
   /** The running pump, and whether it must run once more because something arrived meanwhile. */
   pumping?: Promise<void>;
   again: boolean;
+  /** Since when something may be waiting that no read has fetched yet (a wake-up, a failed read). */
+  unreadSince?: number;
+}
+
+interface StartRequest {
+  clientId: string;
+  openedAt: number;
 }
 
 /**
  * Pushes each recipient's notifications to its live connections on this instance, in publish
  * order. Replay on connect and live delivery are the same loop: read what is newer than what
  * each connection was sent, send it, repeat until nothing is left. The table is the truth, so a
- * missed wake-up is healed by the next read.
+ * missed wake-up is healed by the next read. What each connection proved it read moves the
+ * client's cursor (see CursorBook for the rules).
  */
 @Injectable()
 export class DeliveryService implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger(DeliveryService.name);
   private readonly recipients = new Map<string, Recipient>();
-  /** Highest seq the recipient is known to have read (a pong answered it), not yet written back. */
-  private readonly confirmed = new Map<string, number>();
+  private readonly cursors = new CursorBook();
   private flushTimer?: NodeJS.Timeout;
+  private flushing?: Promise<void>;
+  private failingSince?: number;
+  private failuresUnlogged = 0;
+  private lastFailureLog = 0;
   /** A burst of publishes wakes many recipients at once (and a restart reconnects many): their reads share round trips. */
   private readonly reads: Batcher<ReadAfter, StoredNotification[]>;
-  private readonly cursors: Batcher<string, number>;
+  private readonly starts: Batcher<StartRequest, { deliveredSeq: number; heldSeq?: number }>;
 
   constructor(
     private readonly notifications: NotificationsRepository,
@@ -57,7 +80,10 @@ export class DeliveryService implements OnModuleInit, OnApplicationShutdown {
     private readonly metrics: Metrics,
   ) {
     this.reads = new Batcher((requests) => notifications.after(requests), READS_PER_QUERY);
-    this.cursors = new Batcher((recipients) => notifications.deliveredSeqs(recipients), READS_PER_QUERY);
+    this.starts = new Batcher(
+      (requests) => notifications.deliveryStarts(requests.map(({ clientId, openedAt }) => ({ clientId, openedMsAgo: Date.now() - openedAt }))),
+      READS_PER_QUERY,
+    );
   }
 
   onModuleInit() {
@@ -69,19 +95,18 @@ export class DeliveryService implements OnModuleInit, OnApplicationShutdown {
     await this.flush();
   }
 
-  /** Starts a connection where the recipient's last confirmed delivery left off. */
+  /** Starts a connection where the client's cursor (or a hold of an earlier connection) leaves off. */
   async subscribe(clientId: string, socket: WebSocket): Promise<Subscriber> {
-    // Read the unsaved confirmation before the stored cursor too: a flush that completes while the
-    // cursor is read deletes it from `confirmed`, and the read may not see what that flush saved.
-    const unsaved = this.confirmed.get(clientId) ?? 0;
-    const stored = await this.cursors.submit(clientId);
-    const sentSeq = Math.max(stored, unsaved, this.confirmed.get(clientId) ?? 0);
-    const subscriber: Subscriber = { clientId, socket, sentSeq };
-    // Delivery pings carry a seq; the heartbeat's pings carry nothing.
-    socket.on('pong', (data: Buffer) => {
-      const seq = Number(data.toString());
-      if (seq > 0) this.confirm(clientId, seq);
-    });
+    const openedAt = Date.now();
+    // What this instance's connections confirmed before this one opened (saved or not yet), and an
+    // unsaved hold, which this connection takes over.
+    const local = this.cursors.claim(clientId);
+    const stored = await this.starts.submit({ clientId, openedAt });
+    const startSeq = Math.min(Math.max(stored.deliveredSeq, local.confirmedSeq), stored.heldSeq ?? Infinity, local.heldSeq ?? Infinity);
+    const subscriber: Subscriber = { clientId, socket, sentSeq: startSeq, confirmedSeq: startSeq, awaiting: [] };
+    // Delivery pings carry a seq; the heartbeat's pings carry nothing. Anything else a client sends is ignored.
+    socket.on('pong', (data: Buffer) => this.confirm(subscriber, data));
+    this.cursors.track(clientId, subscriber);
     const recipient = this.recipients.get(clientId) ?? { subscribers: new Set(), again: false };
     recipient.subscribers.add(subscriber);
     this.recipients.set(clientId, recipient);
@@ -90,6 +115,7 @@ export class DeliveryService implements OnModuleInit, OnApplicationShutdown {
   }
 
   unsubscribe(subscriber: Subscriber): void {
+    this.cursors.closed(subscriber.clientId, subscriber);
     const recipient = this.recipients.get(subscriber.clientId);
     recipient?.subscribers.delete(subscriber);
     if (recipient && recipient.subscribers.size === 0 && !recipient.pumping) this.recipients.delete(subscriber.clientId);
@@ -99,14 +125,15 @@ export class DeliveryService implements OnModuleInit, OnApplicationShutdown {
   wake(clientId: string): void {
     const recipient = this.recipients.get(clientId);
     if (!recipient) return;
+    recipient.unreadSince ??= Date.now();
     if (recipient.pumping) {
       recipient.again = true;
       return;
     }
-    recipient.pumping = this.pump(clientId, recipient)
+    recipient.pumping = this.pump(recipient)
       .catch((error) => {
-        // A failed read (database away) is retried; the listener's catch-up covers longer outages.
-        this.logger.warn(`delivery to ${clientId} paused: ${(error as Error).message}`);
+        // A failed read (database away or busy) is retried; the listener's catch-up covers longer outages.
+        this.logger.debug(`delivery to ${clientId} paused: ${(error as Error).message}`);
         setTimeout(() => this.wake(clientId), RETRY_MS).unref();
       })
       .finally(() => {
@@ -118,20 +145,25 @@ export class DeliveryService implements OnModuleInit, OnApplicationShutdown {
       });
   }
 
-  /** Every recipient with a connection here: after the listener reconnects, nothing is assumed. */
+  /** Every recipient with a connection here: after the listener reconnects (or while it is down), nothing is assumed. */
   wakeAll(): void {
     for (const clientId of this.recipients.keys()) this.wake(clientId);
   }
 
-  private async pump(clientId: string, recipient: Recipient): Promise<void> {
+  private async pump(recipient: Recipient): Promise<void> {
     for (;;) {
       const open = [...recipient.subscribers].filter(isOpen);
       if (open.length === 0) return;
+      const clientId = open[0].clientId;
       const from = open.reduce((lowest, subscriber) => Math.min(lowest, subscriber.sentSeq), Infinity);
+      const readAt = Date.now();
       const batch = await this.reads.submit({ recipient: clientId, seq: from, limit: BATCH });
-      if (batch.length === 0) return;
       for (const subscriber of open) await this.sendBatch(subscriber, batch);
-      if (batch.length < BATCH) return;
+      if (batch.length < BATCH) {
+        // Caught up with everything stored before this read began.
+        if (recipient.unreadSince !== undefined && recipient.unreadSince <= readAt) recipient.unreadSince = undefined;
+        return;
+      }
     }
   }
 
@@ -142,13 +174,28 @@ export class DeliveryService implements OnModuleInit, OnApplicationShutdown {
    */
   private async sendBatch(subscriber: Subscriber, batch: StoredNotification[]): Promise<void> {
     let last = 0;
+    let firstStoredAt = 0;
     for (const notification of batch) {
       if (notification.seq <= subscriber.sentSeq) continue;
       if (!(await this.roomToSend(subscriber))) break;
       this.send(subscriber, notification);
       last = notification.seq;
+      firstStoredAt ||= notification.storedAt;
     }
-    if (last > 0 && isOpen(subscriber)) subscriber.socket.ping(String(last));
+    if (last > 0 && isOpen(subscriber)) {
+      this.await(subscriber, { seq: last, firstStoredAt });
+      subscriber.socket.ping(String(last));
+    }
+  }
+
+  private await(subscriber: Subscriber, ping: AwaitedPing): void {
+    const { awaiting } = subscriber;
+    awaiting.push(ping);
+    if (awaiting.length > MAX_AWAITING_PINGS) {
+      // The oldest is forgotten, but not how old the oldest unconfirmed message is.
+      awaiting[1].firstStoredAt = awaiting[0].firstStoredAt;
+      awaiting.shift();
+    }
   }
 
   /**
@@ -178,22 +225,94 @@ export class DeliveryService implements OnModuleInit, OnApplicationShutdown {
     });
   }
 
-  /** The client answered a delivery ping: everything up to `seq` was read. */
-  private confirm(clientId: string, seq: number): void {
-    if (seq > (this.confirmed.get(clientId) ?? 0)) this.confirmed.set(clientId, seq);
+  /**
+   * A pong is the client's word, so it counts only when it echoes exactly a delivery ping this
+   * connection was sent and has not answered yet; anything else (a heartbeat pong, a forged or
+   * repeated value) is ignored.
+   */
+  private confirm(subscriber: Subscriber, data: Buffer): void {
+    const seq = parseSeq(data);
+    if (seq === undefined) return;
+    const index = subscriber.awaiting.findIndex((ping) => ping.seq === seq);
+    if (index < 0) return;
+    subscriber.awaiting.splice(0, index + 1);
+    subscriber.confirmedSeq = seq;
   }
 
-  /** Writes confirmed deliveries back as cursors (also called once the stream's sockets are closed). */
-  async flush(): Promise<void> {
-    if (this.confirmed.size === 0) return;
-    const batch = new Map(this.confirmed);
+  /**
+   * Writes confirmed deliveries and holds back as cursors (also called once the stream's sockets
+   * are closed). One save at a time: a slow database delays cursors, it never piles up connections.
+   */
+  flush(): Promise<void> {
+    this.flushing ??= this.saveCursors().finally(() => (this.flushing = undefined));
+    return this.flushing;
+  }
+
+  private async saveCursors(): Promise<void> {
+    const saves = this.cursors.pending();
+    if (saves.length === 0) return;
     try {
-      await this.notifications.saveDeliveredSeqs(batch);
-      for (const [clientId, seq] of batch) if (this.confirmed.get(clientId) === seq) this.confirmed.delete(clientId);
+      await this.notifications.saveCursors(saves);
+      this.cursors.saved(saves);
+      this.savedAgain();
     } catch (error) {
-      this.logger.warn(`could not save delivery cursors: ${(error as Error).message}`);
+      this.metrics.cursorFlushFailures.inc();
+      if (isDatabaseUnavailable(error) || saves.length === 1) this.saveFailed(error as Error);
+      else await this.saveOneByOne(saves);
     }
+  }
+
+  /** A row PostgreSQL refuses (say, a client deleted in the same instant) must not keep the others from being saved. */
+  private async saveOneByOne(saves: CursorSave[]): Promise<void> {
+    for (const save of saves) {
+      try {
+        await this.notifications.saveCursors([save]);
+      } catch (error) {
+        if (isDatabaseUnavailable(error)) return this.saveFailed(error as Error);
+        this.logger.warn(`dropped the delivery cursor of ${save.clientId}: ${(error as Error).message}`);
+      }
+      this.cursors.saved([save]);
+    }
+    this.savedAgain();
+  }
+
+  /** One line when saves start failing, then one per FAILURE_LOG_INTERVAL_MS with the count, and one when they work again. */
+  private saveFailed(error: Error): void {
+    const now = Date.now();
+    this.failingSince ??= now;
+    this.failuresUnlogged++;
+    if (now - this.lastFailureLog < FAILURE_LOG_INTERVAL_MS) return;
+    const repeated = this.failuresUnlogged > 1 ? ` (${this.failuresUnlogged} failed saves since the last report)` : '';
+    this.logger.warn(`could not save delivery cursors, retrying: ${error.message}${repeated}`);
+    this.lastFailureLog = now;
+    this.failuresUnlogged = 0;
+  }
+
+  private savedAgain(): void {
+    if (this.failingSince === undefined) return;
+    this.logger.log(`delivery cursors saved again after ${((Date.now() - this.failingSince) / 1000).toFixed(1)} s of failures`);
+    this.failingSince = undefined;
+    this.failuresUnlogged = 0;
+    this.lastFailureLog = 0;
+  }
+
+  /** In milliseconds: a message sent and not confirmed, or something woken that no read has fetched yet. */
+  oldestUnconfirmedAgeMs(): number {
+    const now = Date.now();
+    let oldest = now;
+    for (const recipient of this.recipients.values()) {
+      if (recipient.unreadSince !== undefined) oldest = Math.min(oldest, recipient.unreadSince);
+      for (const subscriber of recipient.subscribers) if (subscriber.awaiting.length > 0) oldest = Math.min(oldest, subscriber.awaiting[0].firstStoredAt);
+    }
+    return now - oldest;
   }
 }
 
 const isOpen = (subscriber: Subscriber) => subscriber.socket.readyState === subscriber.socket.OPEN;
+
+/** A delivery ping's payload: a positive decimal integer, nothing else. */
+function parseSeq(data: Buffer): number | undefined {
+  if (data.length === 0 || data.length > 15) return undefined;
+  const text = data.toString('latin1');
+  return /^[1-9][0-9]*$/.test(text) ? Number(text) : undefined;
+}

@@ -1,4 +1,4 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
 import { HealthIndicatorService } from '@nestjs/terminus';
 import { CLIENT_CHANGED_CHANNEL } from '../clients/clients.repository.js';
 import { PgListener } from '../database/pg-listener.service.js';
@@ -9,16 +9,22 @@ import { NOTIFICATION_CHANNEL } from './notifications.repository.js';
 /** Hooks for changes of a client elsewhere (CLI, other instances): the gateway closes a disabled client's streams. */
 export type ClientChangedHandler = (clientId: string) => void;
 
+/** While the LISTEN connection is down, every local recipient is read this often instead. */
+const POLL_WHILE_DEAF_MS = 1_000;
+
 /**
  * The stream's side of the shared LISTEN connection: a publish wakes the recipient's pump, a
  * reconnection wakes every local recipient (a wake-up lost meanwhile costs nothing), and the
- * connection's state is a /health component.
+ * connection's state is a /health component. While it is down, local recipients are read on a
+ * timer, so streams are late, never silent.
  */
 @Injectable()
-export class NotificationListener {
+export class NotificationListener implements OnModuleInit, OnModuleDestroy {
+  private poller?: NodeJS.Timeout;
+
   constructor(
     private readonly listener: PgListener,
-    delivery: DeliveryService,
+    private readonly delivery: DeliveryService,
     health: HealthRegistry,
     indicator: HealthIndicatorService,
   ) {
@@ -28,6 +34,16 @@ export class NotificationListener {
       const check = indicator.check('notification-listener');
       return listener.isListening ? check.up() : check.down({ message: 'not listening' });
     });
+  }
+
+  onModuleInit() {
+    this.poller = setInterval(() => {
+      if (!this.listener.isListening) this.delivery.wakeAll();
+    }, POLL_WHILE_DEAF_MS).unref();
+  }
+
+  onModuleDestroy() {
+    clearInterval(this.poller);
   }
 
   onClientChanged(handler: ClientChangedHandler): void {

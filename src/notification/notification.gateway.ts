@@ -4,6 +4,7 @@ import { type OnGatewayConnection, WebSocketGateway } from '@nestjs/websockets';
 import type { WebSocket } from 'ws';
 import { ClientsService } from '../clients/clients.service.js';
 import { Env } from '../config/env.js';
+import { isDatabaseUnavailable } from '../database/database-unavailable.js';
 import { Metrics } from '../metrics/metrics.service.js';
 import { DeliveryService, type Subscriber } from './delivery.service.js';
 import { NotificationListener } from './notification-listener.service.js';
@@ -14,6 +15,8 @@ export const CLOSE_AT_CAPACITY = 1008;
 export const CLOSE_TOKEN_EXPIRED = 4003;
 /** A disabled client's streams end with a policy violation; reconnecting then fails with 401. */
 export const CLOSE_CLIENT_DISABLED = 1008;
+/** RFC 6455 §7.4.1 "try again later": the database could not be reached to start the delivery. */
+export const CLOSE_TRY_AGAIN_LATER = 1013;
 
 interface Connection {
   socket: WebSocket;
@@ -81,6 +84,8 @@ export class NotificationGateway implements OnGatewayConnection, OnModuleInit, O
       if (this.connections.has(connection)) connection.subscriber = subscriber;
       else this.delivery.unsubscribe(subscriber);
     } catch (error) {
+      // The cursor could not be read (the database is away or busy): the client reconnects and resumes.
+      if (isDatabaseUnavailable(error)) return socket.close(CLOSE_TRY_AGAIN_LATER, 'service unavailable: reconnect later');
       this.logger.warn(`could not start delivery: ${(error as Error).message}`);
       socket.close(1011, 'internal error');
     }

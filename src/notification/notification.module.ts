@@ -10,6 +10,7 @@ import { NotificationHistory } from './notification-history.service.js';
 import { NotificationListener } from './notification-listener.service.js';
 import { NotificationMetrics } from './notification-metrics.js';
 import { NotificationPublishingModule } from './notification-publishing.module.js';
+import { NotificationRetention } from './notification-retention.js';
 import { NotificationController } from './notification.controller.js';
 import { NotificationGateway } from './notification.gateway.js';
 import { StreamAuthorizer } from './stream-authorizer.js';
@@ -26,6 +27,7 @@ import { StreamAuthorizer } from './stream-authorizer.js';
     NotificationHistory,
     NotificationListener,
     NotificationMetrics,
+    NotificationRetention,
     StreamAuthorizer,
   ],
   exports: [StreamAuthorizer, DeliveryService],

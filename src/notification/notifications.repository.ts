@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
+import { DataSource, type EntityManager } from 'typeorm';
+import type { CursorSave } from './cursor-book.js';
 
 /** The channel that wakes every instance after a publish commits; its payload is the recipient. */
 export const NOTIFICATION_CHANNEL = 'vc_notification';
@@ -33,6 +34,21 @@ export interface StoredNotification {
   storedAt: number;
 }
 
+/** A connection that is starting, and how long ago (by this process's clock) it opened. */
+export interface DeliveryStartRequest {
+  clientId: string;
+  openedMsAgo: number;
+}
+
+/** The stored cursor as a starting connection may use it, and the hold it found (to release). */
+export interface DeliveryStart {
+  deliveredSeq: number;
+  heldSeq?: number;
+}
+
+/** How long a publish may take from its insert to its commit, as far as deliveryStarts is concerned. */
+const COMMIT_MARGIN_MS = 1_000;
+
 const dedupeKey = (recipient: string, correlationId: string, status: string) => `${recipient}\n${correlationId}\n${status}`;
 
 @Injectable()
@@ -42,7 +58,8 @@ export class NotificationsRepository {
   /**
    * Stores notifications in one transaction and wakes the instances once per recipient (NOTIFY
    * is delivered at commit). Each is stored once per (recipient, correlation id, status): a
-   * repeated publish gets the stored id. Results are in the order of `batch`.
+   * repeated publish gets the stored id, unless the stored row has expired, in which case it is
+   * stored anew (new id, new seq) and delivered again. Results are in the order of `batch`.
    *
    * Each recipient's publishes are serialised by a transaction-scoped advisory lock, so their
    * `seq` order is their commit order. Without it, two concurrent publishes could commit out of
@@ -50,63 +67,93 @@ export class NotificationsRepository {
    * one for good. The locks are taken in one order everywhere, so batches never deadlock.
    */
   async insertBatch(batch: NewNotification[]): Promise<InsertOutcome[]> {
-    const recipients = batch.map((notification) => notification.recipient);
+    // One proposal per key: PostgreSQL refuses an upsert that touches one row twice in a command.
+    const firsts = new Map<string, NewNotification>();
+    for (const notification of batch) {
+      const key = dedupeKey(notification.recipient, notification.correlationId, notification.status);
+      if (!firsts.has(key)) firsts.set(key, notification);
+    }
+    const unique = [...firsts.values()];
     return this.dataSource.transaction(async (manager) => {
       await manager.query(
         `SELECT pg_advisory_xact_lock($1, key) FROM (SELECT DISTINCT hashtext(recipient) AS key FROM unnest($2::text[]) AS recipient ORDER BY key) AS keys`,
-        [PUBLISH_LOCK_CLASS, recipients],
+        [PUBLISH_LOCK_CLASS, unique.map((notification) => notification.recipient)],
       );
       // In batch order (seq follows it); unknown recipients are left out rather than failing the batch.
-      const inserted: { id: string; recipient: string; correlation_id: string; status: string }[] = await manager.query(
-        `INSERT INTO notifications (recipient, correlation_id, status, payload, published_by, expires_at)
-         SELECT n.recipient, n.correlation_id, n.status, n.payload, n.published_by, n.expires_at
+      // created_at is the clock at insert, after the lock wait: a connection that opened before it
+      // compares it with its own opening time (see deliveryStarts).
+      const stored: { id: string; recipient: string; correlation_id: string; status: string }[] = await manager.query(
+        `INSERT INTO notifications (recipient, correlation_id, status, payload, published_by, expires_at, created_at)
+         SELECT n.recipient, n.correlation_id, n.status, n.payload, n.published_by, n.expires_at, clock_timestamp()
          FROM unnest($1::text[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::timestamptz[]) WITH ORDINALITY
            AS n (recipient, correlation_id, status, payload, published_by, expires_at, position)
          WHERE EXISTS (SELECT 1 FROM clients WHERE id = n.recipient)
          ORDER BY n.position
-         ON CONFLICT (recipient, correlation_id, status) DO NOTHING
+         ON CONFLICT (recipient, correlation_id, status) DO UPDATE
+           SET seq = nextval('notifications_seq_seq'), id = gen_random_uuid(), payload = EXCLUDED.payload,
+               published_by = EXCLUDED.published_by, created_at = clock_timestamp(), expires_at = EXCLUDED.expires_at
+           WHERE notifications.expires_at <= now()
          RETURNING id, recipient, correlation_id, status`,
         [
-          recipients,
-          batch.map((notification) => notification.correlationId),
-          batch.map((notification) => notification.status),
-          batch.map((notification) => notification.payload),
-          batch.map((notification) => notification.publishedBy),
-          batch.map((notification) => notification.expiresAt),
+          unique.map((notification) => notification.recipient),
+          unique.map((notification) => notification.correlationId),
+          unique.map((notification) => notification.status),
+          unique.map((notification) => notification.payload),
+          unique.map((notification) => notification.publishedBy),
+          unique.map((notification) => notification.expiresAt),
         ],
       );
-      const woken = [...new Set(inserted.map((row) => row.recipient))];
+      const woken = [...new Set(stored.map((row) => row.recipient))];
       if (woken.length > 0) await manager.query(`SELECT pg_notify('${NOTIFICATION_CHANNEL}', recipient) FROM unnest($1::text[]) AS recipient`, [woken]);
 
-      const storedIds = new Map(inserted.map((row) => [dedupeKey(row.recipient, row.correlation_id, row.status), row.id]));
-      // Not inserted: a repeat of what is stored, or a recipient that is not a client.
-      const notInserted: { index: number; notification: NewNotification }[] = [];
-      const outcomes = batch.map((notification, index): InsertOutcome => {
+      const storedIds = new Map(stored.map((row) => [dedupeKey(row.recipient, row.correlation_id, row.status), row.id]));
+      // Neither stored now nor earlier in this batch: a repeat of a live stored row, or a recipient that is not a client.
+      const existingIds = await this.storedIds(
+        manager,
+        unique.filter((notification) => !storedIds.has(dedupeKey(notification.recipient, notification.correlationId, notification.status))),
+      );
+      const answered = new Set<string>();
+      return batch.map((notification): InsertOutcome => {
         const key = dedupeKey(notification.recipient, notification.correlationId, notification.status);
         const id = storedIds.get(key);
-        if (id === undefined) {
-          notInserted.push({ index, notification });
-          return { unknownRecipient: true };
+        if (id !== undefined) {
+          const first = !answered.has(key);
+          answered.add(key);
+          return { id, stored: first };
         }
-        storedIds.delete(key); // a repeat later in this batch gets this id with stored: false
-        return { id, stored: true };
+        const existing = existingIds.get(key);
+        return existing === undefined ? { unknownRecipient: true } : { id: existing, stored: false };
       });
-      // Repeats of what is already stored (before, or earlier in this batch) get the stored id.
-      if (notInserted.length > 0) {
-        const existing: { id: string; position: number }[] = await manager.query(
-          `SELECT s.id, n.position FROM unnest($1::text[], $2::uuid[], $3::text[], $4::int[]) AS n (recipient, correlation_id, status, position)
-           JOIN notifications s USING (recipient, correlation_id, status)`,
-          [
-            notInserted.map(({ notification }) => notification.recipient),
-            notInserted.map(({ notification }) => notification.correlationId),
-            notInserted.map(({ notification }) => notification.status),
-            notInserted.map(({ index }) => index),
-          ],
-        );
-        for (const row of existing) outcomes[row.position] = { id: row.id, stored: false };
-      }
-      return outcomes;
     });
+  }
+
+  /** The ids of stored notifications with these keys, by dedupe key. */
+  private async storedIds(manager: EntityManager, notifications: NewNotification[]): Promise<Map<string, string>> {
+    if (notifications.length === 0) return new Map();
+    const rows: { id: string; recipient: string; correlation_id: string; status: string }[] = await manager.query(
+      `SELECT s.id, s.recipient, s.correlation_id, s.status
+       FROM unnest($1::text[], $2::uuid[], $3::text[]) AS n (recipient, correlation_id, status)
+       JOIN notifications s USING (recipient, correlation_id, status)`,
+      [
+        notifications.map((notification) => notification.recipient),
+        notifications.map((notification) => notification.correlationId),
+        notifications.map((notification) => notification.status),
+      ],
+    );
+    return new Map(rows.map((row) => [dedupeKey(row.recipient, row.correlation_id, row.status), row.id]));
+  }
+
+  /**
+   * Deletes up to `limit` expired notifications; rows a publish is re-storing right now are
+   * skipped rather than waited for. Returns how many were deleted.
+   */
+  async purgeExpired(limit: number): Promise<number> {
+    const [, deleted]: [unknown, number] = await this.dataSource.query(
+      `DELETE FROM notifications WHERE seq IN (
+         SELECT seq FROM notifications WHERE expires_at <= now() ORDER BY expires_at LIMIT $1 FOR UPDATE SKIP LOCKED)`,
+      [limit],
+    );
+    return deleted;
   }
 
   /**
@@ -138,25 +185,58 @@ export class NotificationsRepository {
     return rows.map((row) => row.payload);
   }
 
-  /** Each recipient's delivery cursor (0 before its first delivery), in the order asked. */
-  async deliveredSeqs(recipients: string[]): Promise<number[]> {
-    const rows: { client_id: string; delivered_seq: string }[] = await this.dataSource.query(
-      'SELECT client_id, delivered_seq FROM delivery_cursors WHERE client_id = ANY($1)',
-      [recipients],
+  /**
+   * Where each starting connection begins: the client's cursor, never past a hold (a connection
+   * that closed unread; the starting connection takes it over, so it is released), and never past
+   * what existed when the connection opened. The last rule matters when the cursor moved while
+   * this read was on its way (another connection confirmed something published after this one
+   * opened): the cursor is then capped by the notifications created before the opening
+   * (`openedMsAgo` before this statement, less a margin for commit latency), so the new
+   * connection is sent those again rather than missing one.
+   */
+  async deliveryStarts(requests: DeliveryStartRequest[]): Promise<DeliveryStart[]> {
+    const rows: { position: string; start_seq: string; held_seq: string | null }[] = await this.dataSource.query(
+      `WITH asked AS (
+         SELECT client_id, position, statement_timestamp() - make_interval(secs => opened_ms_ago / 1000.0) AS opened_at
+         FROM unnest($1::text[], $2::float8[]) WITH ORDINALITY AS r (client_id, opened_ms_ago, position)),
+       found AS (
+         SELECT a.position, a.client_id, c.held_seq,
+           CASE WHEN c.updated_at < a.opened_at THEN c.delivered_seq
+                ELSE LEAST(c.delivered_seq, (
+                  SELECT coalesce(max(n.seq), 0) FROM notifications n
+                  WHERE n.recipient = a.client_id AND n.created_at < a.opened_at - interval '${COMMIT_MARGIN_MS} milliseconds'))
+           END AS start_seq
+         FROM asked a JOIN delivery_cursors c USING (client_id)),
+       released AS (
+         UPDATE delivery_cursors c SET held_seq = NULL FROM found f
+         WHERE c.client_id = f.client_id AND c.held_seq = f.held_seq)
+       SELECT position, start_seq, held_seq FROM found`,
+      [requests.map((request) => request.clientId), requests.map((request) => request.openedMsAgo)],
     );
-    const cursors = new Map(rows.map((row) => [row.client_id, Number(row.delivered_seq)]));
-    return recipients.map((recipient) => cursors.get(recipient) ?? 0);
+    const starts: DeliveryStart[] = requests.map(() => ({ deliveredSeq: 0 }));
+    for (const row of rows) {
+      starts[Number(row.position) - 1] = { deliveredSeq: Number(row.start_seq), ...(row.held_seq !== null && { heldSeq: Number(row.held_seq) }) };
+    }
+    return starts;
   }
 
-  /** Moves cursors forward only: instances may confirm out of order. */
-  async saveDeliveredSeqs(cursors: Map<string, number>): Promise<void> {
-    if (cursors.size === 0) return;
+  /**
+   * Moves cursors forward only (instances may confirm out of order) and keeps the lowest hold.
+   * Cursors of clients deleted meanwhile are skipped; rows are written in one order everywhere so
+   * instances saving together never deadlock.
+   */
+  async saveCursors(saves: CursorSave[]): Promise<void> {
+    if (saves.length === 0) return;
     await this.dataSource.query(
-      `INSERT INTO delivery_cursors (client_id, delivered_seq)
-       SELECT * FROM unnest($1::text[], $2::bigint[])
-       ON CONFLICT (client_id) DO UPDATE
-         SET delivered_seq = GREATEST(delivery_cursors.delivered_seq, EXCLUDED.delivered_seq), updated_at = now()`,
-      [[...cursors.keys()], [...cursors.values()]],
+      `INSERT INTO delivery_cursors (client_id, delivered_seq, held_seq)
+       SELECT s.client_id, s.delivered_seq, s.held_seq FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS s (client_id, delivered_seq, held_seq)
+       WHERE EXISTS (SELECT 1 FROM clients WHERE id = s.client_id)
+       ORDER BY s.client_id
+       ON CONFLICT (client_id) DO UPDATE SET
+         delivered_seq = GREATEST(delivery_cursors.delivered_seq, EXCLUDED.delivered_seq),
+         held_seq = LEAST(delivery_cursors.held_seq, EXCLUDED.held_seq),
+         updated_at = CASE WHEN EXCLUDED.delivered_seq > delivery_cursors.delivered_seq THEN now() ELSE delivery_cursors.updated_at END`,
+      [saves.map((save) => save.clientId), saves.map((save) => save.deliveredSeq), saves.map((save) => save.heldSeq)],
     );
   }
 }

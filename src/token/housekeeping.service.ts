@@ -26,9 +26,13 @@ const PURGES = [
   `DELETE FROM login_failures WHERE last_failure_at < now() - interval '1 day'`,
 ];
 
+/** Deletes up to `limit` expired rows of one kind; returns how many it deleted. */
+export type Purge = (limit: number) => Promise<number>;
+
 @Injectable()
 export class HousekeepingService implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger(HousekeepingService.name);
+  private readonly purges: Purge[] = [];
   private timer?: NodeJS.Timeout;
   private running?: Promise<unknown>;
 
@@ -36,6 +40,11 @@ export class HousekeepingService implements OnApplicationBootstrap, OnApplicatio
     @InjectDataSource() private readonly dataSource: DataSource,
     private readonly env: Env,
   ) {}
+
+  /** Another feature's expired rows, purged in the same rounds (the feature's repository knows how). */
+  register(purge: Purge): void {
+    this.purges.push(purge);
+  }
 
   onApplicationBootstrap() {
     this.timer = setInterval(() => {
@@ -62,6 +71,9 @@ export class HousekeepingService implements OnApplicationBootstrap, OnApplicatio
         // Each batch commits on its own: a purge never holds locks for long.
         for (const sql of PURGES) {
           for (let count = BATCH; count >= BATCH; deleted += count) [, count] = await runner.query(sql);
+        }
+        for (const purge of this.purges) {
+          for (let count = BATCH; count >= BATCH; deleted += count) count = await purge(BATCH);
         }
       } finally {
         await runner.query('SELECT pg_advisory_unlock($1)', [PURGE_LOCK_KEY]);

@@ -8,7 +8,14 @@ export type OAuthErrorCode =
   | 'invalid_scope'
   | 'unsupported_token_type'
   | 'invalid_target'
-  | 'server_error';
+  | 'server_error'
+  | 'temporarily_unavailable';
+
+const STATUS_BY_ERROR: Partial<Record<OAuthErrorCode | 'slow_down', number>> = {
+  invalid_client: 401,
+  server_error: 500,
+  temporarily_unavailable: 503,
+};
 
 /** An error of an OAuth endpoint, answered as `{ error, error_description }`. */
 export class OAuthError extends Error {
@@ -24,7 +31,7 @@ export class OAuthError extends Error {
     super(description);
     this.name = 'OAuthError';
     this.basicChallenge = options.basicChallenge ?? false;
-    this.status = options.status ?? (error === 'invalid_client' ? 401 : error === 'server_error' ? 500 : 400);
+    this.status = options.status ?? STATUS_BY_ERROR[error] ?? 400;
   }
 }
 

@@ -1,12 +1,14 @@
 import { type ArgumentsHost, Catch, type ExceptionFilter, HttpException } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { logFailure } from '../common/errors/log-failure.js';
+import { isTemporarilyUnavailable, RETRY_AFTER_S } from '../common/errors/temporarily-unavailable.js';
 import { OAuthError } from './oauth-error.js';
 
 /**
  * The OAuth endpoints' error format (RFC 6749 §5.2): `{ error, error_description }`, never
- * cached; invalid_client is a 401 with `WWW-Authenticate` when Basic was used; anything
- * unexpected is a generic server_error whose details only reach the log.
+ * cached; invalid_client is a 401 with `WWW-Authenticate` when Basic was used; a database that is
+ * away or busy is a 503 temporarily_unavailable with Retry-After; anything else unexpected is a
+ * generic server_error whose details only reach the log.
  */
 @Catch()
 export class OAuthExceptionFilter implements ExceptionFilter {
@@ -16,6 +18,7 @@ export class OAuthExceptionFilter implements ExceptionFilter {
     const error = this.toOAuthError(exception);
     logFailure(http.getRequest<FastifyRequest>(), 'OAuth', error.status, exception, `${error.error}: ${error.description}`);
     if (error.basicChallenge) reply.header('WWW-Authenticate', 'Basic realm="voyage-connect", charset="UTF-8"');
+    if (error.status === 503) reply.header('Retry-After', String(RETRY_AFTER_S));
     void reply
       .status(error.status)
       .header('Cache-Control', 'no-store')
@@ -28,6 +31,8 @@ export class OAuthExceptionFilter implements ExceptionFilter {
     // Body parsing and size errors raised before the handler: the request itself is bad.
     const status = exception instanceof HttpException ? exception.getStatus() : (exception as { statusCode?: number })?.statusCode;
     if (status && status >= 400 && status < 500) return new OAuthError('invalid_request', 'the request could not be read');
+    // RFC 6749 §4.1.2.1's temporarily_unavailable, with 503 and Retry-After: the request was fine, the database was not.
+    if (isTemporarilyUnavailable(exception)) return new OAuthError('temporarily_unavailable', 'the service is temporarily unavailable: try again shortly');
     return new OAuthError('server_error', 'the server could not complete the request');
   }
 }

@@ -37,6 +37,6 @@ import { UserTokenIssuer } from './user-token-issuer.js';
     TokenService,
     UserTokenIssuer,
   ],
-  exports: [AccessTokens, AuthorizationCodeIssuer, ClientAuthentication],
+  exports: [AccessTokens, AuthorizationCodeIssuer, ClientAuthentication, HousekeepingService],
 })
 export class TokenModule {}

@@ -30,7 +30,7 @@ describe('GET /metrics', () => {
     const text = await response.text();
     expect(metricValue(text, 'oauth_tokens_issued_total{grant="client_credentials"}')).toBe(2);
     expect(metricValue(text, 'ws_connections_open')).toBe(0);
-    expect(metricValue(text, 'notifications_pending')).toBe(0);
+    expect(metricValue(text, 'notification_oldest_unconfirmed_seconds')).toBe(0);
     expect(text).toContain('http_request_duration_seconds_count{method="POST",route="/public/api/oauth2/token",status="200"} 2');
     expect(text).toContain('# TYPE notification_publish_to_push_seconds histogram');
     expect(text).toContain('process_resident_memory_bytes');

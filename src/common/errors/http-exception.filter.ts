@@ -1,6 +1,7 @@
 import { type ArgumentsHost, Catch, type ExceptionFilter, HttpException, HttpStatus } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, type AppErrorCode } from './app-error.js';
+import { isTemporarilyUnavailable, RETRY_AFTER_S } from './temporarily-unavailable.js';
 import { logFailure } from './log-failure.js';
 
 const STATUS_BY_CODE: Record<AppErrorCode, number> = {
@@ -24,6 +25,7 @@ export class HttpExceptionFilter implements ExceptionFilter {
     const path = request.url.split('?')[0];
     body.message = body.message.replaceAll(request.url, path);
     logFailure(request, 'HttpExceptionFilter', status, exception, `${status} ${request.method} ${path}: ${body.message}`);
+    if (status === HttpStatus.SERVICE_UNAVAILABLE) void reply.header('Retry-After', String(RETRY_AFTER_S));
     void reply.status(status).send({ ...body, correlationId: request.id });
   }
 
@@ -43,6 +45,9 @@ export class HttpExceptionFilter implements ExceptionFilter {
     const fastifyStatus = (exception as { statusCode?: number })?.statusCode;
     if (fastifyStatus && fastifyStatus >= 400 && fastifyStatus < 500) {
       return { status: fastifyStatus, body: { message: (exception as Error).message } };
+    }
+    if (isTemporarilyUnavailable(exception)) {
+      return { status: HttpStatus.SERVICE_UNAVAILABLE, body: { message: 'Service temporarily unavailable: try again shortly' } };
     }
     return { status: HttpStatus.INTERNAL_SERVER_ERROR, body: { message: 'Internal server error' } };
   }

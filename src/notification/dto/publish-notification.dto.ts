@@ -1,6 +1,7 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import { ArrayMaxSize, IsArray, IsNotEmpty, IsString, IsUUID, MaxLength, ValidateBy, ValidateNested } from 'class-validator';
+import { StorableText } from '../../common/validation/storable-text.js';
 
 /** RFC 3339 in UTC or with an offset, with milliseconds, as the seed's samples. */
 const RFC3339_MILLIS = /^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])T([01]\d|2[0-3]):[0-5]\d:[0-5]\d\.\d{3}(Z|[+-]([01]\d|2[0-3]):[0-5]\d)$/;
@@ -28,6 +29,7 @@ const IsTimestamp = () =>
 export class DeliverableDto {
   @ApiProperty({ example: 'pdf' })
   @IsString()
+  @StorableText()
   @IsNotEmpty()
   @MaxLength(100)
   productType: string;
@@ -37,6 +39,7 @@ export class DeliverableDto {
 export class PublishNotificationDto {
   @ApiProperty({ description: 'client_id of the receiving client' })
   @IsString()
+  @StorableText()
   @IsNotEmpty()
   @MaxLength(100)
   recipient: string;
@@ -47,18 +50,21 @@ export class PublishNotificationDto {
 
   @ApiProperty({ example: 'RouteAdvice' })
   @IsString()
+  @StorableText()
   @IsNotEmpty()
   @MaxLength(200)
   productName: string;
 
   @ApiProperty({ example: 'RouteConfigurationService' })
   @IsString()
+  @StorableText()
   @IsNotEmpty()
   @MaxLength(200)
   origin: string;
 
   @ApiProperty({ example: 'New' })
   @IsString()
+  @StorableText()
   @IsNotEmpty()
   @MaxLength(100)
   status: string;
@@ -76,6 +82,7 @@ export class PublishNotificationDto {
 
   @ApiProperty()
   @IsString()
+  @StorableText()
   @IsNotEmpty()
   @MaxLength(200)
   customerReferenceId: string;
@@ -88,6 +95,7 @@ export class PublishNotificationDto {
   @IsArray()
   @ArrayMaxSize(100)
   @IsString({ each: true })
+  @StorableText({ each: true })
   @MaxLength(2000, { each: true })
   warnings: string[];
 

@@ -1,0 +1,23 @@
+import type { Logger as TypeOrmLogger } from 'typeorm';
+import type { Metrics } from '../metrics/metrics.service.js';
+import { databaseUnavailableReason } from './database-unavailable.js';
+
+/**
+ * TypeORM's logger, used for one thing: counting statements that failed because PostgreSQL was
+ * away or busy (timeouts, lock waits, lost connections). Queries themselves are never logged:
+ * their parameters may carry secrets.
+ */
+export class QueryErrorCounter implements TypeOrmLogger {
+  constructor(private readonly metrics: Metrics) {}
+
+  logQueryError(error: string | Error): void {
+    const reason = databaseUnavailableReason(error);
+    if (reason) this.metrics.databaseUnavailable.inc({ reason });
+  }
+
+  logQuery(): void {}
+  logQuerySlow(): void {}
+  logSchemaBuild(): void {}
+  logMigration(): void {}
+  log(): void {}
+}
