@@ -30,3 +30,48 @@ describe('Batcher', () => {
     await expect(Promise.all(together)).resolves.toEqual([4, 'database down', 'database down']);
   });
 });
+
+describe('Batcher with keys and several flushes at once', () => {
+  /** A flush that waits until released, recording what it was given. */
+  const gated = () => {
+    const flushed: string[][] = [];
+    const gates: (() => void)[] = [];
+    const flush = async (items: string[]) => {
+      flushed.push(items);
+      await new Promise<void>((resolve) => gates.push(resolve));
+      return items;
+    };
+    return { flushed, releaseAll: () => gates.splice(0).forEach((open) => open()), flush };
+  };
+
+  it('never puts one key in two flushes under way, and lets other keys pass a stuck one', async () => {
+    const { flushed, releaseAll, flush } = gated();
+    const batcher = new Batcher<string, string>(flush, { maxBatch: 10, concurrency: 2, keyOf: (item) => item[0] });
+    const results = ['a1', 'a2', 'b1', 'a3', 'b2'].map((item) => batcher.submit(item));
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    // a1 is under way: a2 and a3 wait for it even though a slot is free; b1 goes beside it.
+    expect(flushed).toEqual([['a1'], ['b1']]);
+    for (let round = 0; round < 3; round++) {
+      releaseAll();
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    await expect(Promise.all(results)).resolves.toEqual(['a1', 'a2', 'b1', 'a3', 'b2']);
+    expect(flushed.slice(2).find((batch) => batch.includes('a2'))).toEqual(expect.arrayContaining(['a2', 'a3']));
+    expect(flushed.flat()).toHaveLength(5);
+  });
+
+  it('gives a key marked alone flushes of its own', async () => {
+    const { flushed, releaseAll, flush } = gated();
+    const batcher = new Batcher<string, string>(flush, { maxBatch: 10, concurrency: 1, keyOf: (item) => item[0], alone: (key) => key === 's' });
+    const first = batcher.submit('x0');
+    const rest = ['s1', 'b1', 's2', 'c1'].map((item) => batcher.submit(item));
+    releaseAll();
+    await first;
+    for (let round = 0; round < 3; round++) {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      releaseAll();
+    }
+    await Promise.all(rest);
+    expect(flushed).toEqual([['x0'], ['s1', 's2'], ['b1', 'c1']]);
+  });
+});
