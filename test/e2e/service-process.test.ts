@@ -107,6 +107,19 @@ describe('the service process with the embedded database', () => {
     expect(await service.exited).toBe(0);
   });
 
+  it('with SHUTDOWN_DELAY_MS, answers /health 503 at once after SIGTERM but keeps serving during the delay, then exits 0', async () => {
+    const service = spawnService({ ...env, SHUTDOWN_DELAY_MS: '1500' });
+    services.push(service);
+    await waitForStatus(`${baseUrl}/health`, 200, 60_000);
+    service.child.kill('SIGTERM');
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const health = await fetch(`${baseUrl}/health`);
+    expect(health.status).toBe(503);
+    expect(((await health.json()) as { info: string }).info).toBe('unhealthy: shutting down');
+    expect((await fetch(`${baseUrl}/.well-known/jwks.json`)).status).toBe(200);
+    expect(await service.exited).toBe(0);
+  });
+
   it('refuses to start on a bad setting, naming the variable', async () => {
     const service = spawnService({ ...env, SIGNING_ALG: 'none' });
     expect(await service.exited).toBe(1);
