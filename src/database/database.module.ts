@@ -2,6 +2,7 @@ import { type DynamicModule, Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { Env } from '../config/env.js';
+import { MetricsModule } from '../metrics/metrics.module.js';
 import { Metrics } from '../metrics/metrics.service.js';
 import { dataSourceOptions, runMigrations } from './data-source.js';
 import { DatabaseUrl } from './database-url.js';
@@ -18,6 +19,8 @@ export class DatabaseModule {
       providers: [{ provide: DatabaseUrl, useValue: new DatabaseUrl(url) }, PgListener],
       exports: [DatabaseUrl, PgListener],
       imports: [
+        // Database errors and listener reconnects are counted.
+        MetricsModule,
         TypeOrmModule.forRootAsync({
           inject: [Env, Metrics],
           useFactory: async (env: Env, metrics: Metrics) => ({
