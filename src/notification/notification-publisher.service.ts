@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { Batcher } from '../common/batching/batcher.js';
 import { invalidInput } from '../common/errors/app-error.js';
 import { Env } from '../config/env.js';
-import { databaseUnavailableReason, isDatabaseUnavailable } from '../database/database-unavailable.js';
+import { isDatabaseUnavailable } from '../database/database-unavailable.js';
 import { Metrics } from '../metrics/metrics.service.js';
 import { type PublishNotificationDto, toPushedMessage } from './dto/publish-notification.dto.js';
 import { type InsertOutcome, type NewNotification, NotificationsRepository } from './notifications.repository.js';
@@ -11,11 +11,11 @@ export const UNKNOWN_RECIPIENT = 'recipient must be the client_id of a registere
 
 /** At most this many publishes share one transaction. */
 const MAX_BATCH = 500;
-/** Transactions under way at once: a recipient whose lock is held elsewhere stalls one of them, not all. */
+/** Transactions under way at once: one that waits (a lock, a slow statement) holds up only its own publishes. */
 const CONCURRENT_BATCHES = 4;
-/** How long a recipient whose publish timed out keeps to transactions of its own. */
+/** How long a recipient whose lock was found held elsewhere keeps to transactions of its own. */
 const SLOW_RECIPIENT_MS = 10_000;
-/** Bound on that list (a table-wide lock times every recipient out at once). */
+/** Bound on that list. */
 const MAX_SLOW_RECIPIENTS = 10_000;
 
 /** A publish's own result: stored (or found), or the error that failed it alone. */
@@ -25,13 +25,14 @@ type PublishOutcome = InsertOutcome | { error: unknown };
  * Stores a notification durably; the 202 `{id}` is only answered after the commit. Concurrent
  * publishes share transactions (PostgreSQL commits transactions that NOTIFY one at a time, so a
  * transaction each would cap the publish rate at one commit flush per notification). Sharing
- * never makes one publish fail another: a transaction that fails is retried in parts until only
- * the publishes at fault fail.
+ * never makes one publish fail or wait for another: a recipient whose lock is held elsewhere is
+ * left out and published on its own, and a transaction PostgreSQL refuses is retried one publish
+ * at a time.
  */
 @Injectable()
 export class NotificationPublisher {
   private readonly writes: Batcher<NewNotification, PublishOutcome>;
-  /** Recipients whose last publish hit a lock or statement timeout, until when they go alone. */
+  /** Recipients whose lock was found held elsewhere, until when they go alone. */
   private readonly slowRecipients = new Map<string, number>();
 
   constructor(
@@ -48,52 +49,49 @@ export class NotificationPublisher {
   }
 
   async publish(dto: PublishNotificationDto, publishedBy: string | null): Promise<{ id: string }> {
-    const outcome = await this.writes.submit({
+    const notification: NewNotification = {
       recipient: dto.recipient,
       correlationId: dto.correlationId,
       status: dto.status,
       payload: toPushedMessage(dto),
       publishedBy,
       expiresAt: new Date(Date.now() + this.env.NOTIFICATION_RETENTION * 1000),
-    });
+    };
+    let outcome = await this.writes.submit(notification);
+    if ('recipientBusy' in outcome) {
+      // Another transaction holds this recipient's lock: wait for it in a transaction of its own.
+      this.markSlow(notification.recipient);
+      outcome = await this.writes.submit(notification);
+    }
     if ('error' in outcome) throw outcome.error;
     if ('unknownRecipient' in outcome) throw invalidInput(UNKNOWN_RECIPIENT);
+    // A transaction of one recipient waits for its lock instead of reporting it busy.
+    if ('recipientBusy' in outcome) throw new Error(`recipient ${notification.recipient} reported busy in a transaction of its own`);
     if (outcome.stored) this.metrics.notificationsPublished.inc();
     return { id: outcome.id };
   }
 
   /**
-   * One transaction for the batch. If it fails, the parts are tried on their own: after a data
-   * error each publish alone (in order), after a timeout or a lost connection each recipient's
-   * publishes apart (a lock on one recipient must not fail the others).
+   * One transaction for the batch. If PostgreSQL refuses it for its data, each publish is tried
+   * again alone (in order), so only the one at fault fails. A timeout or a lost connection fails
+   * the whole batch: the database is what is wrong, and every caller gets its 503.
    */
   private async store(batch: NewNotification[]): Promise<PublishOutcome[]> {
     try {
       return await this.notifications.insertBatch(batch);
     } catch (error) {
-      const unavailable = isDatabaseUnavailable(error);
-      const parts = unavailable ? byRecipient(batch) : batch.map((_, index) => [index]);
-      if (parts.length === 1) {
-        if (unavailable && batch.length > 0) this.markSlow(batch[0].recipient, error);
-        return batch.map(() => ({ error }));
-      }
-      const outcomes: PublishOutcome[] = new Array(batch.length);
-      const storePart = async (indexes: number[]) => {
-        const results = await this.store(indexes.map((index) => batch[index]));
-        indexes.forEach((index, position) => (outcomes[index] = results[position]));
-      };
-      if (unavailable) await Promise.all(parts.map(storePart));
-      else for (const part of parts) await storePart(part);
+      if (batch.length === 1 || isDatabaseUnavailable(error)) return batch.map(() => ({ error }));
+      const outcomes: PublishOutcome[] = [];
+      for (const notification of batch) outcomes.push(...(await this.store([notification])));
       return outcomes;
     }
   }
 
-  private markSlow(recipient: string, error: unknown): void {
-    // Only a wait that ran out (a lock or a statement timeout) says something about this recipient.
-    const reason = databaseUnavailableReason(error);
-    if (reason !== 'lock' && reason !== 'timeout') return;
-    if (this.slowRecipients.size >= MAX_SLOW_RECIPIENTS) for (const key of this.slowRecipients.keys()) this.isSlow(key);
-    if (this.slowRecipients.size < MAX_SLOW_RECIPIENTS) this.slowRecipients.set(recipient, Date.now() + SLOW_RECIPIENT_MS);
+  private markSlow(recipient: string): void {
+    // Full: the oldest entry goes (a Map iterates in insertion order).
+    if (this.slowRecipients.size >= MAX_SLOW_RECIPIENTS) this.slowRecipients.delete(this.slowRecipients.keys().next().value!);
+    this.slowRecipients.delete(recipient);
+    this.slowRecipients.set(recipient, Date.now() + SLOW_RECIPIENT_MS);
   }
 
   private isSlow(recipient: string): boolean {
@@ -103,15 +101,4 @@ export class NotificationPublisher {
     this.slowRecipients.delete(recipient);
     return false;
   }
-}
-
-/** The batch's indexes grouped by recipient, each group in batch order. */
-function byRecipient(batch: NewNotification[]): number[][] {
-  const groups = new Map<string, number[]>();
-  batch.forEach((notification, index) => {
-    const group = groups.get(notification.recipient);
-    if (group) group.push(index);
-    else groups.set(notification.recipient, [index]);
-  });
-  return [...groups.values()];
 }

@@ -2,6 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import type { INestApplicationContext } from '@nestjs/common';
 import { WsAdapter } from '@nestjs/platform-ws';
 import type { WebSocketServer } from 'ws';
+import { RETRY_AFTER_S } from '../common/errors/temporarily-unavailable.js';
 import type { AccessTokenClaims } from '../token/access-tokens.service.js';
 import type { UpgradeDecision } from './stream-authorizer.js';
 
@@ -46,7 +47,8 @@ export class NotificationWsAdapter extends WsAdapter {
             (info.req as unknown as Record<symbol, AccessTokenClaims>)[TOKEN] = decision.token;
             done(true);
           },
-          () => done(false, 503, 'Service Unavailable'),
+          // The token or the client could not be checked (the database is away or busy): try again.
+          () => done(false, 503, 'Service Unavailable', { 'Retry-After': String(RETRY_AFTER_S) }),
         );
       },
     });

@@ -17,8 +17,11 @@ export interface NewNotification {
   expiresAt: Date;
 }
 
-/** A stored (or already stored) notification's id, or a recipient that is not a registered client. */
-export type InsertOutcome = { id: string; stored: boolean } | { unknownRecipient: true };
+/**
+ * A stored (or already stored) notification's id, a recipient that is not a registered client, or
+ * a recipient whose publish lock another transaction holds (nothing was stored for it).
+ */
+export type InsertOutcome = { id: string; stored: boolean } | { unknownRecipient: true } | { recipientBusy: true };
 
 /** Up to `limit` of the recipient's notifications after `seq`. */
 export interface ReadAfter {
@@ -64,7 +67,9 @@ export class NotificationsRepository {
    * Each recipient's publishes are serialised by a transaction-scoped advisory lock, so their
    * `seq` order is their commit order. Without it, two concurrent publishes could commit out of
    * seq order, and a reader that already sent the higher seq (its cursor) would skip the lower
-   * one for good. The locks are taken in one order everywhere, so batches never deadlock.
+   * one for good. A batch of several recipients only tries their locks: the publishes of a
+   * recipient whose lock is held elsewhere are left out (`recipientBusy`), so a stuck recipient
+   * never holds the others up. A batch of one recipient waits for its lock (up to lock_timeout).
    */
   async insertBatch(batch: NewNotification[]): Promise<InsertOutcome[]> {
     // One proposal per key: PostgreSQL refuses an upsert that touches one row twice in a command.
@@ -73,12 +78,19 @@ export class NotificationsRepository {
       const key = dedupeKey(notification.recipient, notification.correlationId, notification.status);
       if (!firsts.has(key)) firsts.set(key, notification);
     }
-    const unique = [...firsts.values()];
+    const recipients = [...new Set(batch.map((notification) => notification.recipient))];
     return this.dataSource.transaction(async (manager) => {
-      await manager.query(
-        `SELECT pg_advisory_xact_lock($1, key) FROM (SELECT DISTINCT hashtext(recipient) AS key FROM unnest($2::text[]) AS recipient ORDER BY key) AS keys`,
-        [PUBLISH_LOCK_CLASS, unique.map((notification) => notification.recipient)],
-      );
+      const busy = new Set<string>();
+      if (recipients.length === 1) {
+        await manager.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [PUBLISH_LOCK_CLASS, recipients[0]]);
+      } else {
+        const refused: { recipient: string }[] = await manager.query(
+          `SELECT recipient FROM unnest($2::text[]) AS recipient WHERE NOT pg_try_advisory_xact_lock($1, hashtext(recipient))`,
+          [PUBLISH_LOCK_CLASS, recipients],
+        );
+        for (const { recipient } of refused) busy.add(recipient);
+      }
+      const unique = [...firsts.values()].filter((notification) => !busy.has(notification.recipient));
       // In batch order (seq follows it); unknown recipients are left out rather than failing the batch.
       // created_at is the clock at insert, after the lock wait: a connection that opened before it
       // compares it with its own opening time (see deliveryStarts).
@@ -114,6 +126,7 @@ export class NotificationsRepository {
       );
       const answered = new Set<string>();
       return batch.map((notification): InsertOutcome => {
+        if (busy.has(notification.recipient)) return { recipientBusy: true };
         const key = dedupeKey(notification.recipient, notification.correlationId, notification.status);
         const id = storedIds.get(key);
         if (id !== undefined) {

@@ -249,11 +249,11 @@ describe('while PostgreSQL is unreachable', () => {
       publish: () => publish(app, publisherToken, validNotification(publisher.id)).then((answer) => ({ status: answer.status, headers: answer.headers, body: answer.body })),
       token: async () => {
         const response = await tokenRequest(app, uncached);
-        return { status: response.status, headers: response.headers, body: await response.json() };
+        return { status: response.status, headers: response.headers, body: (await response.json()) as Record<string, unknown> };
       },
       poll: async () => {
         const response = await fetch(`${app.baseUrl}/external/oauth2helper/code/get/${helperClient.id}?state=${state}`);
-        return { status: response.status, headers: response.headers, body: await response.json() };
+        return { status: response.status, headers: response.headers, body: (await response.json()) as Record<string, unknown> };
       },
     };
     await server.stop();

@@ -10,8 +10,8 @@ import { validNotification } from '../factories/notification.factory.js';
 const refusal = (code: string) => Object.assign(new Error('query failed'), { driverError: { code } });
 
 /**
- * A stand-in for the table that fails a whole transaction as PostgreSQL does: a batch holding
- * `poison` fails with a data error, one holding `lockedRecipient` with a lock timeout. The
+ * A stand-in for the table: a batch holding `poison` fails as a whole with a data error, as
+ * PostgreSQL fails a transaction; `lockedRecipient`'s lock is held elsewhere. The
  * publisher's own logic (how it splits and retries) is what is tested here; the real table is in
  * test/e2e/database-faults.test.ts.
  */
@@ -22,8 +22,11 @@ function storeFailingOn(rule: { poison?: string; lockedRecipient?: string }) {
       transactions.push(batch.map((notification) => `${notification.recipient}:${notification.correlationId}`));
       await new Promise((resolve) => setTimeout(resolve, 5));
       if (batch.some((notification) => notification.correlationId === rule.poison)) throw refusal('22021');
-      if (batch.some((notification) => notification.recipient === rule.lockedRecipient)) throw refusal('55P03');
-      return batch.map((notification) => ({ id: `id-${notification.correlationId}`, stored: true }));
+      const several = new Set(batch.map((notification) => notification.recipient)).size > 1;
+      return batch.map((notification) =>
+        // Like the real table: a batch of several recipients only tries their locks; one recipient waits for its own.
+        several && notification.recipient === rule.lockedRecipient ? { recipientBusy: true } : { id: `id-${notification.correlationId}`, stored: true },
+      );
     },
   } as unknown as NotificationsRepository;
   return { publisher: new NotificationPublisher(repository, loadEnv({}), new Metrics()), transactions };
@@ -43,20 +46,22 @@ describe('NotificationPublisher: one failing publish never fails the others shar
     expect(transactions.some((transaction) => transaction.length > 1)).toBe(true); // they did share one
   });
 
-  it('retries each recipient apart after a lock timeout: only the locked recipient fails, and it goes alone afterwards', async () => {
+  it('leaves out a recipient whose lock is held elsewhere and publishes it alone, while the others are stored at once', async () => {
     const locked = Array.from({ length: 3 }, () => validNotification('locked') as PublishNotificationDto);
     const free = Array.from({ length: 3 }, () => validNotification('free') as PublishNotificationDto);
     const { publisher, transactions } = storeFailingOn({ lockedRecipient: 'locked' });
-    const first = publisher.publish(validNotification('free') as PublishNotificationDto, null); // keeps the next ones together
-    const results = await publishAll(publisher, [locked[0], free[0], locked[1], free[1], locked[2], free[2]]);
-    await first;
-    expect(results.map((result) => typeof result === 'string')).toEqual([false, true, false, true, false, true]);
+    // Four fill every slot, so the six after them queue and are batched together when slots free up.
+    const fillers = Array.from({ length: 4 }, (_, index) => validNotification(`filler-${index}`) as PublishNotificationDto);
+    const results = await publishAll(publisher, [...fillers, locked[0], free[0], locked[1], free[1], locked[2], free[2]]);
+    expect(results.every((result) => typeof result === 'string')).toBe(true);
+    const shared = transactions.filter((transaction) => transaction.some((entry) => entry.startsWith('free:')));
+    expect(shared.flat().filter((entry) => entry.startsWith('free:'))).toHaveLength(3);
+    // After it was found busy, the locked recipient went in transactions of its own.
+    const last = transactions.filter((transaction) => transaction.some((entry) => entry.startsWith('locked:'))).at(-1)!;
+    expect(last.every((entry) => entry.startsWith('locked:'))).toBe(true);
 
     transactions.length = 0;
-    // Four fill every slot, so the three after them queue and are batched together when slots free up.
-    const fillers = Array.from({ length: 4 }, (_, index) => validNotification(`filler-${index}`));
     await publishAll(publisher, [...fillers, validNotification('free'), validNotification('locked'), validNotification('free')] as PublishNotificationDto[]);
-    // The locked recipient no longer shares a transaction with anyone.
     const withLocked = transactions.filter((transaction) => transaction.some((entry) => entry.startsWith('locked:')));
     expect(withLocked).toEqual([[expect.stringMatching(/^locked:/)]]);
   });

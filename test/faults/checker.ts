@@ -1,0 +1,83 @@
+import type { Publication } from './publisher.js';
+import type { Mailbox } from './subscribers.js';
+
+export interface DeliveryCheck {
+  /** Notifications answered 202. */
+  accepted: number;
+  /** Of those, received by their recipient at least once. */
+  delivered: number;
+  /** Answered 202 and never received (must be 0). */
+  lost: number;
+  lostKeys: string[];
+  /** Messages a subscriber got again (same key, same subscriber): allowed (at-least-once), counted. */
+  duplicates: number;
+  /** Messages that reached a client they were not published to (must be 0). */
+  misdelivered: number;
+  /** Recipients whose first arrivals are not in the order of their 202s (must be none). */
+  outOfOrder: { recipient: string; firstDifference: number; expected: string; received: string }[];
+}
+
+/**
+ * The guarantee under test: every notification answered 202 reaches its recipient at least once,
+ * and per recipient the first arrivals come in the order of the 202s (publishes to one recipient
+ * are sequential, so that is publish order).
+ */
+export function checkDelivery(publications: Publication[], mailbox: Mailbox): DeliveryCheck {
+  // `publications` lists each recipient's publishes in the order they were made (and answered).
+  const accepted = publications.filter((publication) => publication.acceptedAt !== undefined);
+  const recipientOf = new Map(publications.map((publication) => [publication.key, publication.recipient]));
+
+  const lostKeys = accepted.filter((publication) => !mailbox.has(publication.recipient, publication.key)).map((publication) => publication.key);
+
+  let duplicates = 0;
+  let misdelivered = 0;
+  const seenBySubscriber = new Set<string>();
+  const firstArrivals = new Map<string, string[]>(); // recipient -> keys in order of first arrival
+  const firstSeen = new Set<string>();
+  // Arrivals are in arrival order; ones this run did not publish (an earlier run's) are left out.
+  for (const arrival of mailbox.arrivals) {
+    const publishedTo = recipientOf.get(arrival.key);
+    if (publishedTo === undefined) continue;
+    if (publishedTo !== arrival.recipient) misdelivered++;
+    const bySubscriber = `${arrival.subscriber}\n${arrival.key}`;
+    if (seenBySubscriber.has(bySubscriber)) duplicates++;
+    seenBySubscriber.add(bySubscriber);
+    if (!firstSeen.has(arrival.key)) {
+      firstSeen.add(arrival.key);
+      const keys = firstArrivals.get(arrival.recipient) ?? [];
+      keys.push(arrival.key);
+      firstArrivals.set(arrival.recipient, keys);
+    }
+  }
+
+  // Compare only what was both accepted and received: a publish that failed may still have been
+  // stored (and delivered) before its answer was lost; it has no place in the 202 order.
+  const acceptedKeys = new Set(accepted.map((publication) => publication.key));
+  const outOfOrder: DeliveryCheck['outOfOrder'] = [];
+  for (const recipient of new Set(accepted.map((publication) => publication.recipient))) {
+    const expected = accepted.filter((publication) => publication.recipient === recipient && mailbox.has(recipient, publication.key)).map((publication) => publication.key);
+    const received = (firstArrivals.get(recipient) ?? []).filter((key) => acceptedKeys.has(key));
+    const firstDifference = expected.findIndex((key, index) => received[index] !== key);
+    if (firstDifference !== -1) outOfOrder.push({ recipient, firstDifference, expected: expected[firstDifference], received: received[firstDifference] });
+  }
+
+  return {
+    accepted: accepted.length,
+    delivered: accepted.length - lostKeys.length,
+    lost: lostKeys.length,
+    lostKeys: lostKeys.slice(0, 20),
+    duplicates,
+    misdelivered,
+    outOfOrder,
+  };
+}
+
+/** Waits (bounded) until every accepted publication has reached its recipient. */
+export async function waitForDelivery(publications: () => Publication[], mailbox: Mailbox, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const missing = publications().some((publication) => publication.acceptedAt !== undefined && !mailbox.has(publication.recipient, publication.key));
+    if (!missing) return;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
