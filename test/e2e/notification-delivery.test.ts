@@ -8,6 +8,7 @@ import WebSocket from 'ws';
 import { ensureDatabase, type EmbeddedPostgres, startEmbeddedPostgres } from '../../src/database/embedded-postgres.js';
 import { clientToken, PUBLISH_SCOPE, type PublishBody, publish as publishNotification, pushedMessage, SUBSCRIBE_SCOPE, validNotification } from '../factories/notification.factory.js';
 import { createClient, type TestClient } from '../factories/oauth.factory.js';
+import { openStream, type Stream } from '../factories/stream.factory.js';
 import { query } from '../setup/database.js';
 import { freePort } from '../setup/free-port.js';
 import { type ServiceProcess, spawnService, waitForStatus } from '../setup/processes.js';
@@ -70,79 +71,11 @@ async function publishAll(baseUrl: string, token: string, bodies: PublishBody[],
   await Promise.all(Array.from({ length: inFlight }, worker));
 }
 
-/** A live stream connection that records every message it gets. */
-interface Stream {
-  socket: WebSocket;
-  /** Parsed text messages, in arrival order. */
-  messages: Record<string, unknown>[];
-  raw: string[];
-  /** Binary frames (there must be none). */
-  binary: number;
-  closed: Promise<{ code: number; reason: string }>;
-  ids(): string[];
-  /** Resolves once `count` messages were received in total; throws after `timeoutMs`. */
-  received(count: number, timeoutMs?: number): Promise<Record<string, unknown>[]>;
-  close(): Promise<void>;
-}
-
 const streams: Stream[] = [];
 
 async function connect(baseUrl: string, token: string): Promise<Stream> {
-  const socket = new WebSocket(`${baseUrl.replace(/^http/, 'ws')}${STREAM_PATH}`, { headers: { authorization: `Bearer ${token}` } });
-  const stream: Stream = {
-    socket,
-    messages: [],
-    raw: [],
-    binary: 0,
-    closed: new Promise((resolve) => socket.once('close', (code, reason) => resolve({ code, reason: reason.toString() }))),
-    ids: () => stream.messages.map((message) => message.correlationId as string),
-    async received(count, timeoutMs = 5000) {
-      const deadline = Date.now() + timeoutMs;
-      while (stream.messages.length < count) {
-        if (Date.now() > deadline) {
-          throw new Error(`expected ${count} messages within ${timeoutMs} ms, got ${stream.messages.length}: ${JSON.stringify(stream.ids())}`);
-        }
-        await sleep(10);
-      }
-      return stream.messages;
-    },
-    async close() {
-      if (socket.readyState === WebSocket.CLOSED) return;
-      if (socket.readyState === WebSocket.CONNECTING) socket.terminate();
-      else socket.close(1000);
-      await Promise.race([stream.closed, sleep(2000).then(() => socket.terminate())]);
-    },
-  };
-  socket.on('message', (data, isBinary) => {
-    if (isBinary) {
-      stream.binary++;
-      return;
-    }
-    const text = data.toString();
-    stream.raw.push(text);
-    try {
-      stream.messages.push(JSON.parse(text) as Record<string, unknown>);
-    } catch {
-      stream.messages.push({ unparsable: text }); // fails any comparison, visibly
-    }
-  });
-  socket.on('error', () => {}); // the close event carries what matters
+  const stream = await openStream(baseUrl, token);
   streams.push(stream);
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('stream did not open within 5 s')), 5000);
-    socket.once('open', () => {
-      clearTimeout(timer);
-      resolve();
-    });
-    socket.once('unexpected-response', (_request, response) => {
-      clearTimeout(timer);
-      reject(new Error(`stream upgrade refused: ${response.statusCode}`));
-    });
-    socket.once('close', () => {
-      clearTimeout(timer);
-      reject(new Error('stream closed before it opened'));
-    });
-  });
   return stream;
 }
 

@@ -9,6 +9,10 @@ export interface Stream {
   socket: WebSocket;
   /** Parsed text messages, in arrival order. */
   messages: Record<string, unknown>[];
+  /** The same messages as received. */
+  raw: string[];
+  /** Binary frames (the stream sends none). */
+  binary: number;
   closed: Promise<{ code: number; reason: string }>;
   ids(): string[];
   /** Resolves once `count` messages were received in total; throws after `timeoutMs`. */
@@ -28,6 +32,8 @@ export async function openStream(baseUrl: string, token: string, options: { auto
   const stream: Stream = {
     socket,
     messages: [],
+    raw: [],
+    binary: 0,
     closed: new Promise((resolve) => socket.once('close', (code, reason) => resolve({ code, reason: reason.toString() }))),
     ids: () => stream.messages.map((message) => message.correlationId as string),
     async received(count, timeoutMs = 5000) {
@@ -48,11 +54,16 @@ export async function openStream(baseUrl: string, token: string, options: { auto
     },
   };
   socket.on('message', (data, isBinary) => {
-    if (isBinary) return;
+    if (isBinary) {
+      stream.binary++;
+      return;
+    }
+    const text = data.toString();
+    stream.raw.push(text);
     try {
-      stream.messages.push(JSON.parse(data.toString()) as Record<string, unknown>);
+      stream.messages.push(JSON.parse(text) as Record<string, unknown>);
     } catch {
-      stream.messages.push({ unparsable: data.toString() }); // fails any comparison, visibly
+      stream.messages.push({ unparsable: text }); // fails any comparison, visibly
     }
   });
   socket.on('error', () => {}); // the close event carries what matters
