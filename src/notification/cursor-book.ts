@@ -2,7 +2,11 @@
 export interface Progress {
   sentSeq: number;
   confirmedSeq: number;
+  /** It started from a hold and has not yet confirmed catching up: until then it counts as unread. */
+  owesHold?: boolean;
 }
+
+const unread = (progress: Progress) => progress.sentSeq > progress.confirmedSeq || progress.owesHold === true;
 
 /** One client's cursor as the instance wants it stored: moved forward, and possibly held back for a connection that closed unread. */
 export interface CursorSave {
@@ -39,7 +43,7 @@ class ClientCursor {
     let lagging = Infinity;
     for (const progress of this.live) {
       best = Math.max(best, progress.confirmedSeq);
-      if (progress.sentSeq > progress.confirmedSeq) lagging = Math.min(lagging, progress.confirmedSeq);
+      if (unread(progress)) lagging = Math.min(lagging, progress.confirmedSeq);
     }
     return Math.min(best, lagging);
   }
@@ -56,11 +60,19 @@ class ClientCursor {
  * - the cursor moves to what every live connection of the client has confirmed;
  * - a connection that closes with messages it was sent but never confirmed leaves a hold at its
  *   last confirmation: the client's next connection, on any instance, starts there and gets them
- *   again (and takes the hold over, so the one after it does not repeat them);
+ *   again (and takes the hold over, so the one after it does not repeat them; it owes the hold
+ *   until it has confirmed catching up, and leaves it again if it closes before);
  * - cursors are saved in batches (`pending` → write → `saved`) and only ever move forward.
  */
 export class CursorBook {
   private readonly clients = new Map<string, ClientCursor>();
+
+  /** A connection could not start after all: the hold it took over is the client's again. */
+  unclaim(clientId: string, heldSeq: number | undefined): void {
+    if (heldSeq === undefined) return;
+    const cursor = this.cursor(clientId);
+    cursor.hold = Math.min(cursor.hold ?? Infinity, heldSeq);
+  }
 
   /** Called when a connection starts, before the stored cursor is read: takes over an unsaved hold. */
   claim(clientId: string): LocalStart {
@@ -79,7 +91,7 @@ export class CursorBook {
     const cursor = this.cursor(clientId);
     if (!cursor.live.delete(progress)) return;
     cursor.closedConfirmed = Math.max(cursor.closedConfirmed, progress.confirmedSeq);
-    if (progress.sentSeq > progress.confirmedSeq) cursor.hold = Math.min(cursor.hold ?? Infinity, progress.confirmedSeq);
+    if (unread(progress)) cursor.hold = Math.min(cursor.hold ?? Infinity, progress.confirmedSeq);
   }
 
   /** The cursors to write: those that would move forward, and new holds. */

@@ -37,6 +37,8 @@ export interface Subscriber extends Progress {
   clientId: string;
   socket: WebSocket;
   awaiting: AwaitedPing[];
+  /** With `owesHold`: the seq it had been sent when a read first found nothing more; confirming it settles the hold. */
+  caughtUpSeq?: number;
 }
 
 interface Recipient {
@@ -101,9 +103,16 @@ export class DeliveryService implements OnModuleInit, OnApplicationShutdown {
     // What this instance's connections confirmed before this one opened (saved or not yet), and an
     // unsaved hold, which this connection takes over.
     const local = this.cursors.claim(clientId);
-    const stored = await this.starts.submit({ clientId, openedAt });
-    const startSeq = Math.min(Math.max(stored.deliveredSeq, local.confirmedSeq), stored.heldSeq ?? Infinity, local.heldSeq ?? Infinity);
-    const subscriber: Subscriber = { clientId, socket, sentSeq: startSeq, confirmedSeq: startSeq, awaiting: [] };
+    let stored: { deliveredSeq: number; heldSeq?: number };
+    try {
+      stored = await this.starts.submit({ clientId, openedAt });
+    } catch (error) {
+      this.cursors.unclaim(clientId, local.heldSeq);
+      throw error;
+    }
+    const cursorSeq = Math.max(stored.deliveredSeq, local.confirmedSeq);
+    const startSeq = Math.min(cursorSeq, stored.heldSeq ?? Infinity, local.heldSeq ?? Infinity);
+    const subscriber: Subscriber = { clientId, socket, sentSeq: startSeq, confirmedSeq: startSeq, awaiting: [], owesHold: startSeq < cursorSeq };
     // Delivery pings carry a seq; the heartbeat's pings carry nothing. Anything else a client sends is ignored.
     socket.on('pong', (data: Buffer) => this.confirm(subscriber, data));
     this.cursors.track(clientId, subscriber);
@@ -160,6 +169,7 @@ export class DeliveryService implements OnModuleInit, OnApplicationShutdown {
       const batch = await this.reads.submit({ recipient: clientId, seq: from, limit: BATCH });
       for (const subscriber of open) await this.sendBatch(subscriber, batch);
       if (batch.length < BATCH) {
+        for (const subscriber of open) if (subscriber.owesHold) this.caughtUp(subscriber);
         // Caught up with everything stored before this read began.
         if (recipient.unreadSince !== undefined && recipient.unreadSince <= readAt) recipient.unreadSince = undefined;
         return;
@@ -237,6 +247,13 @@ export class DeliveryService implements OnModuleInit, OnApplicationShutdown {
     if (index < 0) return;
     subscriber.awaiting.splice(0, index + 1);
     subscriber.confirmedSeq = seq;
+    if (subscriber.caughtUpSeq !== undefined && seq >= subscriber.caughtUpSeq) subscriber.owesHold = false;
+  }
+
+  /** A connection that took over a hold was sent everything there was: once it confirms that, the hold is settled. */
+  private caughtUp(subscriber: Subscriber): void {
+    subscriber.caughtUpSeq ??= subscriber.sentSeq;
+    if (subscriber.confirmedSeq >= subscriber.caughtUpSeq) subscriber.owesHold = false;
   }
 
   /**

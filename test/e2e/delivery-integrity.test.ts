@@ -52,7 +52,8 @@ describe('delivery cursors and several connections of one client', () => {
   };
 
   beforeAll(async () => {
-    app = await startTestApp();
+    // The tests that hold a lock on the cursors mean it to be waited for, even on a loaded machine.
+    app = await startTestApp({ DATABASE_LOCK_TIMEOUT_MS: '15000' });
     const publisher = await createClient(app, { grants: ['client_credentials'], scopes: [PUBLISH_SCOPE] });
     publisherToken = await clientToken(app, publisher, PUBLISH_SCOPE);
   });
@@ -99,7 +100,7 @@ describe('delivery cursors and several connections of one client', () => {
     let second: Stream;
     let body: PublishBody;
     try {
-      // Cursor reads and saves wait behind this lock (well within DATABASE_LOCK_TIMEOUT_MS).
+      // Cursor reads and saves wait behind this lock (within this app's DATABASE_LOCK_TIMEOUT_MS).
       await lock.query('BEGIN');
       await lock.query('LOCK TABLE delivery_cursors IN ACCESS EXCLUSIVE MODE');
       second = await stream(token);
@@ -114,7 +115,7 @@ describe('delivery cursors and several connections of one client', () => {
     expect(second.ids()).toEqual([body.correlationId]);
   });
 
-  it('holds the cursor for a connection that closed unread: the next connection gets the message again, the one after it does not', async () => {
+  it('holds the cursor for a connection that closed unread: the next connection gets the message again (and passes the hold on if it closes unread too), the one after it does not', async () => {
     const { client, token } = await subscriber();
     const reader = await stream(token);
     const silent = await stream(token, { autoPong: false });
@@ -124,6 +125,23 @@ describe('delivery cursors and several connections of one client', () => {
     await sleep(CURSOR_FLUSH_WAIT_MS);
     silent.socket.terminate();
     await silent.closed;
+    await sleep(CURSOR_FLUSH_WAIT_MS);
+
+    // One that takes the hold over and closes unread too passes it on: here it closes before it was
+    // even sent anything (its start waits behind a lock on the cursors).
+    const lock = new pg.Client({ connectionString: app.databaseUrl });
+    await lock.connect();
+    try {
+      await lock.query('BEGIN');
+      await lock.query('LOCK TABLE delivery_cursors IN ACCESS EXCLUSIVE MODE');
+      const gone = await stream(token);
+      gone.socket.terminate();
+      await gone.closed;
+      await sleep(100);
+    } finally {
+      await lock.query('ROLLBACK');
+      await lock.end();
+    }
     await sleep(CURSOR_FLUSH_WAIT_MS);
 
     const next = await stream(token);

@@ -55,3 +55,21 @@ describe('CursorBook', () => {
     expect(book.size).toBe(0);
   });
 });
+
+describe('CursorBook: a connection that took a hold over', () => {
+  it('owes it until it confirms catching up: closing before leaves the hold again', () => {
+    const book = new CursorBook();
+    const taker: Progress = { sentSeq: 3, confirmedSeq: 3, owesHold: true };
+    book.track('c', taker);
+    expect(book.pending()).toEqual([{ clientId: 'c', deliveredSeq: 3, heldSeq: null }]);
+    book.saved(book.pending());
+    book.closed('c', taker);
+    expect(book.pending()).toEqual([{ clientId: 'c', deliveredSeq: 3, heldSeq: 3 }]);
+  });
+
+  it('gives a hold back when the connection could not start', () => {
+    const book = new CursorBook();
+    book.unclaim('c', 5);
+    expect(book.claim('c')).toEqual({ confirmedSeq: 0, heldSeq: 5 });
+  });
+});
