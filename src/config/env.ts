@@ -104,6 +104,17 @@ export class Env {
   @IsIn(['ES256', 'RS256'])
   SIGNING_ALG: string = 'ES256';
 
+  /**
+   * Key-encryption key for the private signing keys at rest: 32 random bytes as base64 or hex
+   * (`openssl rand -base64 32`). Required with APP_ENV=production.
+   */
+  @IsOptional() @Matches(/^(?:[A-Za-z0-9+/]{43}=|[A-Za-z0-9_-]{43}|[0-9a-fA-F]{64})$/, { message: '$property must be 32 bytes as base64 or hex' })
+  KEYS_ENCRYPTION_KEY?: string;
+
+  /** Comma-separated resource servers (RFC 8707) a client may name as `resource`; unset: the API URL only. */
+  @IsOptional() @IsString()
+  ALLOWED_RESOURCES?: string;
+
   /** Seconds a client-credentials access token lives (its stream is closed with 4003 then). */
   @Min(5) @Max(86400) @IsInt()
   CLIENT_TOKEN_TTL: number = 3600;
@@ -156,6 +167,10 @@ export class Env {
   @Min(1024) @Max(64 * 1_048_576) @IsInt()
   WS_MAX_BUFFERED_BYTES: number = 1_048_576;
 
+  /** Most stream connections one client may hold on an instance; the next one is closed with 1008. */
+  @Min(1) @Max(1_000_000) @IsInt()
+  WS_MAX_CONNECTIONS_PER_CLIENT: number = 100;
+
   /** Comma-separated origins allowed to open the stream from a browser; unset allows any (devices send none). */
   @IsOptional() @IsString()
   WS_ALLOWED_ORIGINS?: string;
@@ -180,6 +195,22 @@ export class Env {
   @Min(1000) @Max(600000) @IsInt()
   REQUEST_TIMEOUT_MS: number = 10000;
 
+  /** Milliseconds a client may take to send a request's headers; slower connections are cut. */
+  @Min(1000) @Max(600000) @IsInt()
+  HTTP_HEADERS_TIMEOUT_MS: number = 10000;
+
+  /** Milliseconds a client may take to send a whole request, headers and body; slower ones are answered 408 and cut. */
+  @Min(1000) @Max(600000) @IsInt()
+  HTTP_RECEIVE_TIMEOUT_MS: number = 30000;
+
+  /** Password checks (argon2) running at once on an instance; a sign-in beyond them is answered 503 at once. */
+  @Min(1) @Max(256) @IsInt()
+  PASSWORD_CHECK_CONCURRENCY: number = 4;
+
+  /** Comma-separated addresses/CIDRs allowed to read /metrics; unset allows any. */
+  @IsOptional() @IsString()
+  METRICS_ALLOWED_CIDRS?: string;
+
   /** Log HTTP requests (method, path, status, time; never queries or headers). */
   @Transform(toBoolean) @IsBoolean()
   LOG_REQUESTS: boolean = true;
@@ -187,6 +218,12 @@ export class Env {
   /** Longest lifetime of anything signed with the keys: how long a retired key stays published. */
   get longestSignedLifetime() {
     return Math.max(USER_ACCESS_TOKEN_TTL, this.CLIENT_TOKEN_TTL, this.STATE_TTL);
+  }
+
+  /** Resource servers a token may be issued for (RFC 8707), without trailing slashes. */
+  get allowedResources(): string[] {
+    const listed = this.ALLOWED_RESOURCES?.split(',').map((value) => trimSlash(value.trim())).filter(Boolean);
+    return listed?.length ? listed : [this.apiUrl];
   }
 
   get apiUrl() {
@@ -226,6 +263,9 @@ export function loadEnv(source: Record<string, string | undefined>): Env {
   );
   if ((env.TLS_CERT_FILE === undefined) !== (env.TLS_KEY_FILE === undefined)) {
     problems.push('Invalid configuration: TLS_CERT_FILE and TLS_KEY_FILE must be set together');
+  }
+  if (env.APP_ENV === 'production' && env.KEYS_ENCRYPTION_KEY === undefined) {
+    problems.push('Invalid configuration: KEYS_ENCRYPTION_KEY must be set with APP_ENV=production (private signing keys are encrypted at rest with it)');
   }
   if (problems.length > 0) throw new InvalidConfigError(problems);
   return env;
