@@ -36,6 +36,7 @@ function send(request: FastifyRequest, reply: FastifyReply, outcome: AuthorizeOu
     void reply.redirect(outcome.location, 302);
     return;
   }
+  if (outcome.retryAfter !== undefined) void reply.header('Retry-After', String(outcome.retryAfter));
   // Chrome applies form-action to the redirect that follows the POST, so the device's origin is allowed too.
   const formAction = ["'self'", outcome.redirectOrigin].filter(Boolean).join(' ');
   void reply

@@ -13,7 +13,9 @@ import { LoginThrottle } from './login-throttle.service.js';
 import { InvalidState, type StateClaims, StateTokens } from './state-tokens.service.js';
 
 /** What /sso/authorize answers: an HTML page, or a redirect to the device's verified URL. */
-export type AuthorizeOutcome = { kind: 'page'; status: number; html: string; redirectOrigin?: string } | { kind: 'redirect'; location: string };
+export type AuthorizeOutcome =
+  | { kind: 'page'; status: number; html: string; redirectOrigin?: string; /** seconds, for a 429 or 503 */ retryAfter?: number }
+  | { kind: 'redirect'; location: string };
 
 interface VerifiedRequest {
   client: ClientEntity;
