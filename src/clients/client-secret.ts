@@ -16,6 +16,13 @@ export function generateClientId(): string {
 }
 
 /**
+ * Whether `id` could be a client id at all: ids are made by generateClientId (22 base64url
+ * characters), so anything else (NUL, control characters, 3,000 characters) is unknown without
+ * asking the database, which would refuse some of it outright.
+ */
+export const isPlausibleClientId = (id: string) => /^[A-Za-z0-9_-]{1,64}$/.test(id);
+
+/**
  * SHA-256, unsalted and fast on purpose: a 256-bit random secret cannot be brute-forced, so a
  * slow password hash would only cap the token endpoint's throughput.
  */

@@ -4,6 +4,7 @@ import type { Repository } from 'typeorm';
 import { conflict, isUniqueViolation } from '../common/errors/app-error.js';
 import { PgListener } from '../database/pg-listener.service.js';
 import { ClientEntity } from './client.entity.js';
+import { isPlausibleClientId } from './client-secret.js';
 
 /** NOTIFY channel telling every instance that a client changed (its payload is the client id). */
 export const CLIENT_CHANGED_CHANNEL = 'vc_client_changed';
@@ -45,6 +46,7 @@ export class ClientsRepository {
   }
 
   async findById(id: string): Promise<ClientEntity | null> {
+    if (!isPlausibleClientId(id)) return null;
     const cached = this.cache.get(id);
     if (cached && Date.now() - cached.loadedAt < CACHE_TTL_MS) return cached.client;
     const generation = this.generation;

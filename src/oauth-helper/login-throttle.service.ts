@@ -1,77 +1,106 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource, type EntityManager } from 'typeorm';
+import { DataSource } from 'typeorm';
+import { addressPrefix } from './address-prefix.js';
 
-/** Failures counted per key before slowing down: usernames are targeted, addresses may be shared. */
-const FREE_FAILURES = { user: 5, address: 20 } as const;
+/**
+ * Failures allowed per key within the window before each further one doubles the wait. The
+ * pair (username, address) is what one guesser controls, so it is tight; the username alone has
+ * a much higher ceiling (OWASP's authentication cheat sheet, Keycloak's brute-force detector), so
+ * a stranger who knows a username cannot keep its owner locked out from one address, while a
+ * guesser spread over many addresses is still slowed down; an address alone may be a shared NAT.
+ */
+const FREE_FAILURES = { pair: 5, user: 50, address: 100 } as const;
 /** Failures older than this no longer count. */
 const WINDOW_SECONDS = 15 * 60;
 const MAX_DELAY_SECONDS = 15 * 60;
 
+/**
+ * The keys of an attempt, made in SQL so the username is folded by PostgreSQL's own `lower()`,
+ * exactly as the user lookup folds it (JavaScript's toLowerCase differs for some characters),
+ * and hashed, so a key has a fixed length however long the username (a 3,000-character one
+ * would not fit a btree index entry). The pair key starts with the username's hash, so every
+ * slow-down of one user can be found and cleared.
+ */
+const KEYS_SQL = `
+  hashed AS (SELECT encode(sha256(convert_to(lower($1::text), 'UTF8')), 'hex') AS u, encode(sha256(convert_to($2::text, 'UTF8')), 'hex') AS a),
+  keys (key, free) AS (
+    SELECT 'pair:' || u || ':' || a, ${FREE_FAILURES.pair} FROM hashed
+    UNION ALL SELECT 'user:' || u, ${FREE_FAILURES.user} FROM hashed
+    UNION ALL SELECT 'address:' || a, ${FREE_FAILURES.address} FROM hashed)`;
+
+/** The wait after the `failures`-th failure of a key with `free` free ones, as an interval. */
+const DELAY_SQL = (failures: string, free: string) =>
+  `make_interval(secs => CASE WHEN ${failures} < ${free} THEN 0 ELSE LEAST(power(2, ${failures} - ${free}), ${MAX_DELAY_SECONDS}) END)`;
+
 export interface ThrottleKeys {
-  user: string;
+  username: string;
   address: string;
 }
 
 /**
- * Slows failed logins down per username and per address, in PostgreSQL so every instance
- * counts the same failures: after the free failures, each further one doubles the wait.
+ * Slows failed logins down, in PostgreSQL so every instance counts the same failures and one
+ * clock (the database's) decides. Reading whether an attempt must wait takes no lock; counting
+ * it is one conditional upsert, so parallel attempts cannot all pass and no attempt holds a
+ * pooled connection while it waits for another.
  */
 @Injectable()
 export class LoginThrottle {
   constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
 
+  /** Seconds before an attempt with these keys may be checked; 0: go ahead (then `reserve` it). */
+  async waitSeconds(keys: ThrottleKeys): Promise<number> {
+    const [row]: { wait: string | null }[] = await this.dataSource.query(
+      `WITH ${KEYS_SQL}
+       SELECT ceil(extract(epoch FROM max(f.blocked_until) - now())) AS wait
+       FROM login_failures f JOIN keys USING (key) WHERE f.blocked_until > now()`,
+      [keys.username, addressPrefix(keys.address)],
+    );
+    return Math.max(0, Number(row?.wait ?? 0));
+  }
+
   /**
-   * Seconds to wait before this attempt may be checked; 0 lets it go ahead and counts it as a
-   * failure already. Taking the check and the count together, one attempt per key at a time
-   * across instances, keeps parallel attempts from all passing the check before any failure
-   * is counted. A successful attempt gives its count back through recordSuccess.
+   * Counts the attempt as a failure before its password is checked (a success gives it back):
+   * true when every key was open and took it. A key that a parallel attempt has just closed
+   * refuses it, so of many simultaneous attempts only those the keys allow go ahead.
    */
-  reserveAttempt(keys: ThrottleKeys): Promise<number> {
-    return this.dataSource.transaction(async (manager) => {
-      // Transaction-scoped locks, taken in one order everywhere so no two attempts deadlock.
-      for (const key of keyList(keys).sort()) await manager.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [key]);
-      const wait = await this.waitSeconds(keys, manager);
-      if (wait === 0) await this.recordFailure(keys, manager);
-      return wait;
-    });
-  }
-
-  /** Seconds to wait before the next attempt may be checked (0: go ahead). */
-  async waitSeconds(keys: ThrottleKeys, manager: EntityManager = this.dataSource.manager): Promise<number> {
-    const rows: { key: string; failures: number; last_failure_at: Date }[] = await manager.query(
-      `SELECT key, failures, last_failure_at FROM login_failures
-       WHERE key = ANY($1) AND last_failure_at > now() - make_interval(secs => $2)`,
-      [keyList(keys), WINDOW_SECONDS],
-    );
-    const now = Date.now();
-    return Math.max(
-      0,
-      ...rows.map((row) => {
-        const free = row.key.startsWith('user:') ? FREE_FAILURES.user : FREE_FAILURES.address;
-        const delay = row.failures < free ? 0 : Math.min(2 ** (row.failures - free), MAX_DELAY_SECONDS);
-        return Math.ceil((row.last_failure_at.getTime() + delay * 1000 - now) / 1000);
-      }),
-    );
-  }
-
-  async recordFailure(keys: ThrottleKeys, manager: EntityManager = this.dataSource.manager): Promise<void> {
-    await manager.query(
-      `INSERT INTO login_failures AS f (key, failures, last_failure_at)
-       SELECT unnest($1::text[]), 1, now()
+  async reserve(keys: ThrottleKeys): Promise<boolean> {
+    const rows = await this.dataSource.query(
+      `WITH ${KEYS_SQL},
+       open AS (SELECT NOT EXISTS (SELECT 1 FROM login_failures f JOIN keys USING (key) WHERE f.blocked_until > now()) AS ok)
+       INSERT INTO login_failures AS f (key, failures, last_failure_at, blocked_until)
+       SELECT key, 1, now(), now() + ${DELAY_SQL('1', 'free')} FROM keys, open WHERE open.ok
        ON CONFLICT (key) DO UPDATE SET
-         failures = CASE WHEN f.last_failure_at > now() - make_interval(secs => $2) THEN f.failures + 1 ELSE 1 END,
-         last_failure_at = now()`,
-      [keyList(keys), WINDOW_SECONDS],
+         failures = CASE WHEN f.last_failure_at > now() - make_interval(secs => ${WINDOW_SECONDS}) THEN f.failures + 1 ELSE 1 END,
+         last_failure_at = now(),
+         blocked_until = now() + ${DELAY_SQL(
+           `CASE WHEN f.last_failure_at > now() - make_interval(secs => ${WINDOW_SECONDS}) THEN f.failures + 1 ELSE 1 END`,
+           `(SELECT free FROM keys WHERE keys.key = f.key)`,
+         )}
+       WHERE f.blocked_until <= now()
+       RETURNING key`,
+      [keys.username, addressPrefix(keys.address)],
+    );
+    return rows.length === 3;
+  }
+
+  /** A successful login: its username's and its pair's failures are forgotten, its address gets back the one `reserve` counted. */
+  async recordSuccess(keys: ThrottleKeys): Promise<void> {
+    await this.dataSource.query(
+      `WITH ${KEYS_SQL},
+       cleared AS (DELETE FROM login_failures WHERE key IN (SELECT key FROM keys WHERE free <> ${FREE_FAILURES.address}))
+       UPDATE login_failures SET failures = failures - 1 WHERE key IN (SELECT key FROM keys WHERE free = ${FREE_FAILURES.address}) AND failures > 0`,
+      [keys.username, addressPrefix(keys.address)],
     );
   }
 
-  /** A successful login clears its username's count and gives back the failure reserveAttempt counted for its address. */
-  async recordSuccess(keys: ThrottleKeys): Promise<void> {
-    const [user, address] = keyList(keys);
-    await this.dataSource.query('DELETE FROM login_failures WHERE key = $1', [user]);
-    await this.dataSource.query('UPDATE login_failures SET failures = failures - 1 WHERE key = $1 AND failures > 0', [address]);
+  /** Forgets every slow-down of a username, from every address (an operator's unlock). */
+  async clearUser(username: string): Promise<number> {
+    const [, deleted]: [unknown, number] = await this.dataSource.query(
+      `WITH hashed AS (SELECT encode(sha256(convert_to(lower($1::text), 'UTF8')), 'hex') AS u)
+       DELETE FROM login_failures WHERE key = (SELECT 'user:' || u FROM hashed) OR starts_with(key, (SELECT 'pair:' || u || ':' FROM hashed))`,
+      [username],
+    );
+    return deleted;
   }
 }
-
-const keyList = (keys: ThrottleKeys) => [`user:${keys.user.toLowerCase()}`, `address:${keys.address}`];

@@ -6,10 +6,9 @@ import { isRedirectAllowed } from '../clients/redirect-pattern.js';
 import { AuthorizationCodeIssuer } from '../token/authorization-code-issuer.js';
 import { OAuthError } from '../token/oauth-error.js';
 import { type OAuthParams, readOAuthParams } from '../token/oauth-params.js';
-import { UsersService } from '../users/users.service.js';
 import { ApprovedStates } from './approved-states.js';
 import { loginPage, messagePage } from './login-page.js';
-import { LoginThrottle } from './login-throttle.service.js';
+import { LoginAttempts } from './login-attempts.service.js';
 import { InvalidState, type StateClaims, StateTokens } from './state-tokens.service.js';
 
 /** What /sso/authorize answers: an HTML page, or a redirect to the device's verified URL. */
@@ -37,8 +36,7 @@ export class LoginService {
     private readonly states: StateTokens,
     private readonly codes: AuthorizationCodeIssuer,
     private readonly approved: ApprovedStates,
-    private readonly users: UsersService,
-    private readonly throttle: LoginThrottle,
+    private readonly logins: LoginAttempts,
   ) {}
 
   async show(query: unknown, csrfToken: string): Promise<AuthorizeOutcome> {
@@ -57,14 +55,19 @@ export class LoginService {
     const password = params.get('password');
     if (!username || !password) return this.form(request, csrf.fresh, 400, 'Enter your username and password.', username);
 
-    const keys = { user: username, address };
-    // Counted as a failure before the password is checked, so parallel attempts cannot outrun the count.
-    const wait = await this.throttle.reserveAttempt(keys);
-    if (wait > 0) return this.form(request, csrf.fresh, 429, `Too many failed attempts. Try again in ${wait} second${wait === 1 ? '' : 's'}.`, username);
-    const user = await this.users.authenticate(username, password);
-    if (!user) return this.form(request, csrf.fresh, 200, 'Wrong username or password.', username);
-    await this.throttle.recordSuccess(keys);
-    return this.complete(request, user.id);
+    const attempt = await this.logins.attempt(username, password, address);
+    switch (attempt.outcome) {
+      case 'wrong':
+        return this.form(request, csrf.fresh, 200, 'Wrong username or password.', username);
+      case 'throttled': {
+        const wait = attempt.waitSeconds;
+        const message = `Too many failed attempts. Try again in ${wait} second${wait === 1 ? '' : 's'}.`;
+        return { ...this.form(request, csrf.fresh, 429, message, username), retryAfter: wait };
+      }
+      case 'busy':
+        return { ...this.form(request, csrf.fresh, 503, 'Too many sign-ins at once. Please try again in a moment.', username), retryAfter: 1 };
+    }
+    return this.complete(request, attempt.user.id);
   }
 
   private async complete({ client, state, claims }: VerifiedRequest, userId: string): Promise<AuthorizeOutcome> {
@@ -116,7 +119,7 @@ export class LoginService {
     }
   }
 
-  private form(request: VerifiedRequest, csrfToken: string, status: number, error?: string, username?: string): AuthorizeOutcome {
+  private form(request: VerifiedRequest, csrfToken: string, status: number, error?: string, username?: string): AuthorizeOutcome & { kind: 'page' } {
     const html = loginPage({ clientName: request.client.name, clientId: request.client.id, state: request.state, csrfToken, error, username });
     return { kind: 'page', status, html, redirectOrigin: request.claims.redirect_url && new URL(request.claims.redirect_url).origin };
   }

@@ -7,6 +7,7 @@ import { ApprovedStates } from './approved-states.js';
 import { AuthorizeController } from './authorize.controller.js';
 import { HelperController } from './helper.controller.js';
 import { HelperService } from './helper.service.js';
+import { LoginAttempts } from './login-attempts.service.js';
 import { LoginThrottle } from './login-throttle.service.js';
 import { LoginService } from './login.service.js';
 import { StateTokens } from './state-tokens.service.js';
@@ -15,6 +16,6 @@ import { StateTokens } from './state-tokens.service.js';
 @Module({
   imports: [ClientsModule, KeysModule, TokenModule, UsersModule],
   controllers: [HelperController, AuthorizeController],
-  providers: [ApprovedStates, HelperService, LoginService, LoginThrottle, StateTokens],
+  providers: [ApprovedStates, HelperService, LoginAttempts, LoginService, LoginThrottle, StateTokens],
 })
 export class OAuthHelperModule {}

@@ -5,7 +5,8 @@ export type OAuthParams = ReadonlyMap<string, string>;
 
 /**
  * Reads a form body: RFC 6749 §3.1/§3.2 — a repeated parameter is invalid_request, an empty one
- * counts as absent, unknown ones are ignored by whoever reads the map.
+ * counts as absent, unknown ones are ignored by whoever reads the map. A value with a NUL
+ * character is invalid_request too.
  */
 export function readOAuthParams(body: unknown): OAuthParams {
   if (body === undefined || body === null) return new Map();
@@ -14,6 +15,8 @@ export function readOAuthParams(body: unknown): OAuthParams {
   for (const [name, value] of Object.entries(body)) {
     if (Array.isArray(value)) throw invalidRequest(`parameter ${name} is repeated`);
     if (typeof value !== 'string') throw invalidRequest('the body must be application/x-www-form-urlencoded');
+    // PostgreSQL cannot store U+0000 in text; no OAuth parameter has a use for it.
+    if (value.includes('\u0000')) throw invalidRequest(`parameter ${name} contains a NUL character`);
     if (value !== '') params.set(name, value);
   }
   return params;

@@ -1,11 +1,12 @@
 import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { UserEntity } from './user.entity.js';
+import { PasswordCheckGate } from './password-check-gate.js';
 import { UsersService } from './users.service.js';
 
 @Module({
   imports: [TypeOrmModule.forFeature([UserEntity])],
-  providers: [UsersService],
-  exports: [UsersService],
+  providers: [UsersService, PasswordCheckGate],
+  exports: [UsersService, PasswordCheckGate],
 })
 export class UsersModule {}

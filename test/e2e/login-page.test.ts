@@ -381,12 +381,13 @@ describe('/sso/authorize slowing down failed sign-ins', () => {
   let client: TestClient;
 
   beforeAll(async () => {
-    app = await startTestApp({ CODE_POLL_MIN_INTERVAL: '0' });
+    // Enough password-check slots that parallel attempts meet the slow-down, not the busy answer.
+    app = await startTestApp({ CODE_POLL_MIN_INTERVAL: '0', PASSWORD_CHECK_CONCURRENCY: '16' });
     client = await createClient(app);
   });
   afterAll(() => app.close());
 
-  it('answers 429 "Too many failed attempts" after 5 wrong passwords for a username, whatever its case, even to the right password', async () => {
+  it('answers 429 "Too many failed attempts" with Retry-After after 5 wrong passwords for a username from one address, whatever its case, even to the right password', async () => {
     const user = await createUser(app, `throttled-${process.pid}`, 'throttled password');
     const { authorize_url, code_url } = await issueState(app, client.id);
     let page: { html: string; cookie: string } = await openPage(authorize_url);
@@ -398,6 +399,7 @@ describe('/sso/authorize slowing down failed sign-ins', () => {
     }
     const throttled = await submit(app, page, user);
     expect(throttled.status).toBe(429);
+    expect(Number(throttled.headers.get('retry-after'))).toBeGreaterThan(0);
     expect(throttled.headers.get('location')).toBeNull();
     expect(throttled.headers.get('content-type')).toBe('text/html; charset=utf-8');
     const retryPage = await nextPage(throttled);

@@ -1,18 +1,20 @@
 import { ValidateBy, type ValidationOptions } from 'class-validator';
 
+/** C0 controls, DEL and C1 controls. */
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
+/** The same, except tab, line feed and carriage return. */
+const CONTROL_EXCEPT_LINE_BREAKS = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/;
+
 /**
- * Text PostgreSQL can store: no NUL character (a `text` column refuses U+0000, and the refusal
- * would fail the whole transaction, other callers' rows included). Checked at validation, so the
- * caller gets a field error and nothing reaches the database.
+ * Checked at validation, so the caller gets a field error and nothing reaches the database: a
+ * `text` column refuses U+0000, and the refusal would fail a whole shared transaction, other
+ * callers' rows included. Other control characters have no business in what is pushed to devices.
  */
-export const StorableText = (options?: ValidationOptions) =>
-  ValidateBy(
-    {
-      name: 'storableText',
-      validator: {
-        validate: (value: unknown) => typeof value !== 'string' || !value.includes('\u0000'),
-        defaultMessage: () => '$property must not contain the NUL character (\\u0000)',
-      },
-    },
-    options,
-  );
+const refuse = (name: string, pattern: RegExp, message: string) => (options?: ValidationOptions) =>
+  ValidateBy({ name, validator: { validate: (value: unknown) => typeof value !== 'string' || !pattern.test(value), defaultMessage: () => message } }, options);
+
+/** One-line text (identifiers, names, statuses): no control characters at all. */
+export const PlainText = refuse('plainText', CONTROL, '$property must not contain control characters');
+
+/** Free text (warnings): line breaks and tabs allowed, other control characters (NUL included) not. */
+export const StorableText = refuse('storableText', CONTROL_EXCEPT_LINE_BREAKS, '$property must not contain control characters other than tab and line breaks');

@@ -1,7 +1,7 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import { ArrayMaxSize, IsArray, IsNotEmpty, IsString, IsUUID, MaxLength, ValidateBy, ValidateNested } from 'class-validator';
-import { StorableText } from '../../common/validation/storable-text.js';
+import { PlainText, StorableText } from '../../common/validation/storable-text.js';
 
 /** RFC 3339 in UTC or with an offset, with milliseconds, as the seed's samples. */
 const RFC3339_MILLIS = /^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])T([01]\d|2[0-3]):[0-5]\d:[0-5]\d\.\d{3}(Z|[+-]([01]\d|2[0-3]):[0-5]\d)$/;
@@ -29,7 +29,7 @@ const IsTimestamp = () =>
 export class DeliverableDto {
   @ApiProperty({ example: 'pdf' })
   @IsString()
-  @StorableText()
+  @PlainText()
   @IsNotEmpty()
   @MaxLength(100)
   productType: string;
@@ -39,7 +39,7 @@ export class DeliverableDto {
 export class PublishNotificationDto {
   @ApiProperty({ description: 'client_id of the receiving client' })
   @IsString()
-  @StorableText()
+  @PlainText()
   @IsNotEmpty()
   @MaxLength(100)
   recipient: string;
@@ -50,21 +50,21 @@ export class PublishNotificationDto {
 
   @ApiProperty({ example: 'RouteAdvice' })
   @IsString()
-  @StorableText()
+  @PlainText()
   @IsNotEmpty()
   @MaxLength(200)
   productName: string;
 
   @ApiProperty({ example: 'RouteConfigurationService' })
   @IsString()
-  @StorableText()
+  @PlainText()
   @IsNotEmpty()
   @MaxLength(200)
   origin: string;
 
   @ApiProperty({ example: 'New' })
   @IsString()
-  @StorableText()
+  @PlainText()
   @IsNotEmpty()
   @MaxLength(100)
   status: string;
@@ -82,7 +82,7 @@ export class PublishNotificationDto {
 
   @ApiProperty()
   @IsString()
-  @StorableText()
+  @PlainText()
   @IsNotEmpty()
   @MaxLength(200)
   customerReferenceId: string;
