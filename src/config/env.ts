@@ -252,6 +252,14 @@ export class InvalidConfigError extends Error {
 
 const trimSlash = (url: string) => url.replace(/\/+$/, '');
 
+function isAbsoluteUrlWithoutFragment(value: string): boolean {
+  try {
+    return new URL(value) !== null && !value.includes('#');
+  } catch {
+    return false;
+  }
+}
+
 /** Validates raw variables (process.env or a test's overrides); empty strings count as unset. */
 export function loadEnv(source: Record<string, string | undefined>): Env {
   const raw = Object.fromEntries(
@@ -263,6 +271,10 @@ export function loadEnv(source: Record<string, string | undefined>): Env {
   );
   if ((env.TLS_CERT_FILE === undefined) !== (env.TLS_KEY_FILE === undefined)) {
     problems.push('Invalid configuration: TLS_CERT_FILE and TLS_KEY_FILE must be set together');
+  }
+  const notResource = env.ALLOWED_RESOURCES?.split(',').map((value) => value.trim()).find((value) => value !== '' && !isAbsoluteUrlWithoutFragment(value));
+  if (notResource !== undefined) {
+    problems.push(`Invalid configuration: ALLOWED_RESOURCES must list absolute URLs without a fragment (got ${JSON.stringify(notResource)})`);
   }
   if (env.APP_ENV === 'production' && env.KEYS_ENCRYPTION_KEY === undefined) {
     problems.push('Invalid configuration: KEYS_ENCRYPTION_KEY must be set with APP_ENV=production (private signing keys are encrypted at rest with it)');

@@ -33,6 +33,8 @@ export class NotifiedIdSet {
     private readonly listener: PgListener,
     channel: string,
     private readonly load: () => Promise<ExpiringId[]>,
+    /** Told of each id the set did not hold yet: by a notification, or by the re-read after a reconnection (a lost notification). */
+    private readonly onAdded: (id: string) => void = () => {},
   ) {
     this.logger = new Logger(`NotifiedIdSet(${channel})`);
     listener.on(channel, (payload) => {
@@ -50,7 +52,9 @@ export class NotifiedIdSet {
   }
 
   add(id: string, expiresAt: number): void {
+    const known = this.expiries.has(id);
     this.expiries.set(id, expiresAt);
+    if (!known && expiresAt > Date.now()) this.onAdded(id);
   }
 
   has(id: string): boolean {

@@ -2,9 +2,11 @@ import { Module } from '@nestjs/common';
 import { TerminusModule } from '@nestjs/terminus';
 import { ClientsModule } from '../clients/clients.module.js';
 import { HealthModule } from '../health/health.module.js';
+import { KeysModule } from '../keys/keys.module.js';
 import { TokenModule } from '../token/token.module.js';
 import { BearerAuthenticator } from './bearer-authenticator.js';
 import { BearerGuard } from './bearer.guard.js';
+import { ConnectionRegistry } from './connection-registry.js';
 import { DeliveryService } from './delivery.service.js';
 import { NotificationHistory } from './notification-history.service.js';
 import { NotificationListener } from './notification-listener.service.js';
@@ -14,14 +16,16 @@ import { NotificationRetention } from './notification-retention.js';
 import { NotificationController } from './notification.controller.js';
 import { NotificationGateway } from './notification.gateway.js';
 import { StreamAuthorizer } from './stream-authorizer.js';
+import { StreamRevocations } from './stream-revocations.js';
 
 /** Seed 001: publish, store, and push report notifications over the WebSocket stream. */
 @Module({
-  imports: [ClientsModule, TokenModule, HealthModule, TerminusModule, NotificationPublishingModule],
+  imports: [ClientsModule, KeysModule, TokenModule, HealthModule, TerminusModule, NotificationPublishingModule],
   controllers: [NotificationController],
   providers: [
     BearerAuthenticator,
     BearerGuard,
+    ConnectionRegistry,
     DeliveryService,
     NotificationGateway,
     NotificationHistory,
@@ -29,6 +33,7 @@ import { StreamAuthorizer } from './stream-authorizer.js';
     NotificationMetrics,
     NotificationRetention,
     StreamAuthorizer,
+    StreamRevocations,
   ],
   exports: [StreamAuthorizer, DeliveryService],
 })

@@ -6,6 +6,7 @@ import { Env } from '../config/env.js';
 import { NotifiedIdSet, notifiedIdPayloadSql } from '../database/notified-id-set.js';
 import { PgListener } from '../database/pg-listener.service.js';
 import { JwtSigner } from '../keys/jwt-signer.service.js';
+import { GRANT_REVOKED_CHANNEL, GrantsRepository } from './grants.repository.js';
 
 /** RFC 9068 §2.1: the JOSE type of a JWT access token. */
 export const ACCESS_TOKEN_TYP = 'at+jwt';
@@ -35,25 +36,51 @@ export interface NewAccessToken {
 /** NOTIFY channel announcing a revoked access token (a NotifiedIdSet of jti). */
 const TOKEN_REVOKED_CHANNEL = 'vc_token_revoked';
 
+/** What was revoked: one access token, or a grant with every token it issued. */
+export type Revocation = { jti: string } | { grantId: string };
+
 @Injectable()
 export class AccessTokens implements OnApplicationShutdown {
-  /** Revoked token ids, mirrored on every instance: each stream upgrade and publish checks one. */
+  /** Revoked token ids and revoked grants, mirrored on every instance: each stream upgrade and publish checks them. */
   private readonly revoked: NotifiedIdSet;
+  private readonly revokedGrants: NotifiedIdSet;
+  private readonly revocationListeners: ((revocation: Revocation) => void)[] = [];
 
   constructor(
     private readonly signer: JwtSigner,
     private readonly env: Env,
     @InjectDataSource() private readonly dataSource: DataSource,
+    grants: GrantsRepository,
     listener: PgListener,
   ) {
-    this.revoked = new NotifiedIdSet(listener, TOKEN_REVOKED_CHANNEL, async () => {
-      const rows: { jti: string; expires_at: Date }[] = await dataSource.query('SELECT jti, expires_at FROM revoked_access_tokens WHERE expires_at > now()');
-      return rows.map((row) => ({ id: row.jti, expiresAt: row.expires_at }));
-    });
+    this.revoked = new NotifiedIdSet(
+      listener,
+      TOKEN_REVOKED_CHANNEL,
+      async () => {
+        const rows: { jti: string; expires_at: Date }[] = await dataSource.query('SELECT jti, expires_at FROM revoked_access_tokens WHERE expires_at > now()');
+        return rows.map((row) => ({ id: row.jti, expiresAt: row.expires_at }));
+      },
+      (jti) => this.announce({ jti }),
+    );
+    this.revokedGrants = new NotifiedIdSet(
+      listener,
+      GRANT_REVOKED_CHANNEL,
+      async () => (await grants.recentlyRevoked()).map((grant) => ({ id: grant.id, expiresAt: grant.until })),
+      (grantId) => this.announce({ grantId }),
+    );
   }
 
   onApplicationShutdown(): void {
     this.revoked.stop();
+    this.revokedGrants.stop();
+  }
+
+  /**
+   * Tells `listener` of every revocation on any instance, and of those whose notice was lost
+   * while this instance's listener was down, once it has re-read them.
+   */
+  onRevoked(listener: (revocation: Revocation) => void): void {
+    this.revocationListeners.push(listener);
   }
 
   issue(token: NewAccessToken): Promise<string> {
@@ -88,9 +115,19 @@ export class AccessTokens implements OnApplicationShutdown {
     this.revoked.add(claims.jti, claims.exp * 1000);
   }
 
+  /** Whether the token, or the grant it belongs to, was revoked. */
   async isRevoked(claims: AccessTokenClaims): Promise<boolean> {
-    if (this.revoked.isComplete) return this.revoked.has(claims.jti);
-    const rows = await this.dataSource.query('SELECT 1 FROM revoked_access_tokens WHERE jti = $1', [claims.jti]);
+    const grantId = claims.sid ?? null;
+    if (this.revoked.isComplete && this.revokedGrants.isComplete) return this.revoked.has(claims.jti) || (grantId !== null && this.revokedGrants.has(grantId));
+    const rows = await this.dataSource.query(
+      `SELECT 1 FROM revoked_access_tokens WHERE jti = $1
+       UNION ALL SELECT 1 FROM grants WHERE id = $2::uuid AND revoked_at IS NOT NULL`,
+      [claims.jti, grantId],
+    );
     return rows.length > 0;
+  }
+
+  private announce(revocation: Revocation): void {
+    for (const listener of this.revocationListeners) listener(revocation);
   }
 }

@@ -1,6 +1,14 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, type EntityManager } from 'typeorm';
+import { USER_ACCESS_TOKEN_TTL } from '../config/env.js';
+import { notifiedIdPayloadSql } from '../database/notified-id-set.js';
+
+/** NOTIFY channel announcing a revoked grant (a NotifiedIdSet of grant ids). */
+export const GRANT_REVOKED_CHANNEL = 'vc_grant_revoked';
+
+/** Until when a revoked grant matters: its last access token expires an access-token lifetime after the revocation. */
+const REVOKED_UNTIL_SQL = `revoked_at + interval '${USER_ACCESS_TOKEN_TTL} seconds'`;
 
 /** Grants: the family of tokens one sign-in produced; revoking it ends them all. */
 @Injectable()
@@ -16,8 +24,18 @@ export class GrantsRepository {
     return row.id;
   }
 
+  /** Ends every token of the grant; every instance hears of it when the transaction commits (and closes its streams). */
   async revoke(manager: EntityManager, grantId: string): Promise<void> {
-    await manager.query('UPDATE grants SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL', [grantId]);
+    await manager.query(
+      `WITH revoked AS (UPDATE grants SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL RETURNING id, ${REVOKED_UNTIL_SQL} AS until)
+       SELECT pg_notify('${GRANT_REVOKED_CHANNEL}', ${notifiedIdPayloadSql('id::text', 'until')}) FROM revoked`,
+      [grantId],
+    );
+  }
+
+  /** Grants revoked recently enough that access tokens of theirs may still be alive, with until when. */
+  async recentlyRevoked(): Promise<{ id: string; until: Date }[]> {
+    return this.dataSource.query(`SELECT id, ${REVOKED_UNTIL_SQL} AS until FROM grants WHERE revoked_at > now() - interval '${USER_ACCESS_TOKEN_TTL} seconds'`);
   }
 
   /** Whether the grant exists and is not revoked (a purged grant no longer has live tokens). */

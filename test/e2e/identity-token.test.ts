@@ -71,7 +71,7 @@ describe('POST /public/api/oauth2/token, grant_type=client_credentials', () => {
   };
 
   beforeAll(async () => {
-    app = await startTestApp({ HOUSEKEEPING_INTERVAL: '86400' });
+    app = await startTestApp({ HOUSEKEEPING_INTERVAL: '86400', ALLOWED_RESOURCES: 'https://notifications.example.com/voyage/notification/v1,https://notifications.example.com' });
     device = await client();
     multi = await client({ scopes: [SUBSCRIBE_SCOPE, PUBLISH_SCOPE, 'reports:read'] });
   });
@@ -178,7 +178,7 @@ describe('POST /public/api/oauth2/token, grant_type=client_credentials', () => {
   });
 
   describe('resource (RFC 8707)', () => {
-    it('echoes a requested resource in the response and makes it the token\'s audience', async () => {
+    it('echoes a listed resource (ALLOWED_RESOURCES) in the response and makes it the token\'s audience', async () => {
       const resource = 'https://notifications.example.com/voyage/notification/v1';
       const body = expectTokenResponse(await clientCredentials(app, device, { resource }), { expiresIn: 3600, scope: SUBSCRIBE_SCOPE, resource });
       expect(decodeJwt(body.access_token).aud).toBe(resource);
@@ -239,7 +239,7 @@ describe('POST /public/api/oauth2/token, grant_type=client_credentials', () => {
     });
 
     it('carries a requested resource as aud and still verifies against the JWKS for that audience', async () => {
-      const resource = 'https://notifications.example.com/';
+      const resource = 'https://notifications.example.com';
       const body = expectTokenResponse(await clientCredentials(app, multi, { scope: PUBLISH_SCOPE, resource }), {
         expiresIn: 3600,
         scope: PUBLISH_SCOPE,

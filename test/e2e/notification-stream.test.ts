@@ -7,6 +7,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { ClientsService } from '../../src/clients/clients.service.js';
 import { KeysService } from '../../src/keys/keys.service.js';
+import { ConnectionRegistry } from '../../src/notification/connection-registry.js';
 import { NotificationGateway } from '../../src/notification/notification.gateway.js';
 import { clientToken, PUBLISH_SCOPE, type PublishBody, publish, pushedMessage, SUBSCRIBE_SCOPE, validNotification } from '../factories/notification.factory.js';
 import { createClient, type TestClient } from '../factories/oauth.factory.js';
@@ -141,8 +142,7 @@ async function collect(stream: Stream, count: number, ms: number, quietMs = 1_00
 
 /** The server side of a client's connections on `app` (the gateway's own bookkeeping). */
 function serverSockets(app: TestApp, clientId: string): WebSocket[] {
-  const gateway = app.get(NotificationGateway) as unknown as { connections: Set<{ socket: WebSocket; clientId: string }> };
-  return [...gateway.connections].filter((connection) => connection.clientId === clientId).map((connection) => connection.socket);
+  return app.get(ConnectionRegistry).ofClient(clientId).map((connection) => connection.socket);
 }
 
 /** ~60 KB of warnings (the body limit is 64 KB): 120 such notifications outrun the kernel's socket buffers. */

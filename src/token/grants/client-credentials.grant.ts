@@ -24,16 +24,30 @@ export interface ClientTokenResponse {
 export class ClientCredentialsGrant implements GrantHandler<ClientTokenResponse> {
   readonly name = 'client_credentials';
 
+  /** The resource servers a token may be asked for, canonical (RFC 8707 §2: the server decides which it accepts). */
+  private readonly allowedResources: Map<string, string>;
+
   constructor(
     private readonly accessTokens: AccessTokens,
     private readonly env: Env,
-  ) {}
+  ) {
+    this.allowedResources = new Map(env.allowedResources.map((resource) => [canonicalResource(resource), resource]));
+  }
+
+  /** RFC 8707 §2: an absolute URI without a fragment, naming a resource server this service issues tokens for. */
+  private allowedResource(asked: string): string {
+    const canonical = asked.includes('#') ? null : canonicalResource(asked);
+    if (canonical === null) throw new OAuthError('invalid_target', 'resource must be an absolute URI without a fragment');
+    const allowed = this.allowedResources.get(canonical);
+    if (allowed === undefined) throw new OAuthError('invalid_target', 'resource is not a resource server this service issues tokens for');
+    return allowed;
+  }
 
   async handle(params: OAuthParams, client: ClientEntity): Promise<ClientTokenResponse> {
     const scopes = parseScope(params.get('scope')) ?? [this.env.DEFAULT_CLIENT_SCOPE];
     assertScopeAllowed(scopes, client.scopes);
-    const resource = params.get('resource');
-    if (resource !== undefined) assertResource(resource);
+    const asked = params.get('resource');
+    const resource = asked === undefined ? undefined : this.allowedResource(asked);
     const scope = formatScope(scopes)!;
     const accessToken = await this.accessTokens.issue({
       subject: client.id,
@@ -46,13 +60,11 @@ export class ClientCredentialsGrant implements GrantHandler<ClientTokenResponse>
   }
 }
 
-/** RFC 8707 §2: an absolute URI without a fragment. */
-function assertResource(resource: string): void {
-  let url: URL | undefined;
+/** A resource URI as compared: parsed (case of scheme and host, default ports) and without trailing slashes; null when it is no absolute URI. */
+function canonicalResource(resource: string): string | null {
   try {
-    url = new URL(resource);
+    return new URL(resource).href.replace(/\/+$/, '');
   } catch {
-    url = undefined;
+    return null;
   }
-  if (!url || resource.includes('#')) throw new OAuthError('invalid_target', 'resource must be an absolute URI without a fragment');
 }

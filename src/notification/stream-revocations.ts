@@ -1,0 +1,68 @@
+import { Injectable, Logger, type OnModuleInit } from '@nestjs/common';
+import { ClientsService } from '../clients/clients.service.js';
+import { PgListener } from '../database/pg-listener.service.js';
+import { KeysService } from '../keys/keys.service.js';
+import { AccessTokens } from '../token/access-tokens.service.js';
+import { ConnectionRegistry, type StreamConnection } from './connection-registry.js';
+import { NotificationListener } from './notification-listener.service.js';
+
+/**
+ * Streams whose right to stay open was taken away end with a policy violation (RFC 6455 §7.4.1),
+ * as a disabled client's do; reconnecting with the same token then fails with 401, while a client
+ * that may still subscribe gets a fresh token and comes back.
+ */
+export const CLOSE_REVOKED = 1008;
+
+/**
+ * Closes, on every instance, the streams a revocation reaches: an access token revoked at
+ * /sso/revoke, a grant revoked (a replayed code, a reused refresh token, a revoked refresh
+ * token), a revoked signing key, a disabled or deleted client. Notices travel by NOTIFY; those
+ * lost while this instance's listener was down are caught up when it listens again (the revoked
+ * sets are re-read, and every client with an open stream here is checked again).
+ */
+@Injectable()
+export class StreamRevocations implements OnModuleInit {
+  private readonly logger = new Logger(StreamRevocations.name);
+
+  constructor(
+    private readonly connections: ConnectionRegistry,
+    private readonly accessTokens: AccessTokens,
+    private readonly keys: KeysService,
+    private readonly clients: ClientsService,
+    private readonly notifications: NotificationListener,
+    private readonly listener: PgListener,
+  ) {}
+
+  onModuleInit() {
+    this.accessTokens.onRevoked((revocation) => {
+      if ('jti' in revocation) close(this.connections.ofToken(revocation.jti), 'token revoked');
+      else close(this.connections.ofGrant(revocation.grantId), 'grant revoked');
+    });
+    (this.keys as unknown as { onRevoked?: (listener: (kid: string) => void) => void }).onRevoked?.((kid) => close(this.connections.ofKey(kid), 'signing key revoked')); // TEMP until KeysService.onRevoked lands
+    this.notifications.onClientChanged((clientId) => void this.checkClient(clientId));
+    this.listener.onResume(() => void this.checkEveryClient());
+  }
+
+  /**
+   * Every connection of the client, including one whose delivery has not started yet, and one
+   * whose upgrade was authorized while this check was running: they are looked up after it.
+   */
+  private async checkClient(clientId: string): Promise<void> {
+    try {
+      if (await this.clients.findEnabled(clientId)) return;
+      close(this.connections.ofClient(clientId), 'client disabled');
+    } catch (error) {
+      // A failed check must not become an unhandled rejection (which ends the process); the next resume checks again.
+      this.logger.warn(`could not check client ${clientId}: ${(error as Error).message}`);
+    }
+  }
+
+  /** One client at a time: a reconnection must not flood the pool with a query per client at once. */
+  private async checkEveryClient(): Promise<void> {
+    for (const clientId of this.connections.clientIds()) await this.checkClient(clientId);
+  }
+}
+
+const close = (connections: StreamConnection[], reason: string) => {
+  for (const connection of connections) connection.socket.close(CLOSE_REVOKED, reason);
+};
