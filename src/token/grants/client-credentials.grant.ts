@@ -31,7 +31,8 @@ export class ClientCredentialsGrant implements GrantHandler<ClientTokenResponse>
     private readonly accessTokens: AccessTokens,
     private readonly env: Env,
   ) {
-    this.allowedResources = new Map(env.allowedResources.map((resource) => [canonicalResource(resource), resource]));
+    // Each entry was checked to be an absolute URI when the configuration was loaded.
+    this.allowedResources = new Map(env.allowedResources.map((resource) => [canonicalResource(resource)!, resource]));
   }
 
   /** RFC 8707 §2: an absolute URI without a fragment, naming a resource server this service issues tokens for. */
