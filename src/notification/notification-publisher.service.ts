@@ -55,7 +55,7 @@ export class NotificationPublisher {
       status: dto.status,
       payload: toPushedMessage(dto),
       publishedBy,
-      expiresAt: new Date(Date.now() + this.env.NOTIFICATION_RETENTION * 1000),
+      retentionSeconds: this.env.NOTIFICATION_RETENTION,
     };
     let outcome = await this.writes.submit(notification);
     if ('recipientBusy' in outcome) {

@@ -14,7 +14,8 @@ export interface NewNotification {
   status: string;
   payload: string;
   publishedBy: string | null;
-  expiresAt: Date;
+  /** How long it is kept, from its insert (by the database's clock, as every expiry). */
+  retentionSeconds: number;
 }
 
 /**
@@ -96,9 +97,9 @@ export class NotificationsRepository {
       // compares it with its own opening time (see deliveryStarts).
       const stored: { id: string; recipient: string; correlation_id: string; status: string }[] = await manager.query(
         `INSERT INTO notifications (recipient, correlation_id, status, payload, published_by, expires_at, created_at)
-         SELECT n.recipient, n.correlation_id, n.status, n.payload, n.published_by, n.expires_at, clock_timestamp()
-         FROM unnest($1::text[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::timestamptz[]) WITH ORDINALITY
-           AS n (recipient, correlation_id, status, payload, published_by, expires_at, position)
+         SELECT n.recipient, n.correlation_id, n.status, n.payload, n.published_by, now() + make_interval(secs => n.retention), clock_timestamp()
+         FROM unnest($1::text[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::float8[]) WITH ORDINALITY
+           AS n (recipient, correlation_id, status, payload, published_by, retention, position)
          WHERE EXISTS (SELECT 1 FROM clients WHERE id = n.recipient)
          ORDER BY n.position
          ON CONFLICT (recipient, correlation_id, status) DO UPDATE
@@ -112,7 +113,7 @@ export class NotificationsRepository {
           unique.map((notification) => notification.status),
           unique.map((notification) => notification.payload),
           unique.map((notification) => notification.publishedBy),
-          unique.map((notification) => notification.expiresAt),
+          unique.map((notification) => notification.retentionSeconds),
         ],
       );
       const woken = [...new Set(stored.map((row) => row.recipient))];

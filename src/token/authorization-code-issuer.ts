@@ -23,8 +23,8 @@ export class AuthorizationCodeIssuer {
   approveWithRedirect(approval: Approval): Promise<string | null> {
     return this.dataSource.transaction(async (manager) => {
       if (!(await this.codes.insertApproval(manager, approval, true))) return null;
-      const { code, codeHash, expiresAt } = this.newCode();
-      await this.codes.insert(manager, { ...approval, codeHash, expiresAt });
+      const { code, codeHash } = this.newCode();
+      await this.codes.insert(manager, { ...approval, codeHash, lifetimeSeconds: this.env.AUTH_CODE_TTL });
       return code;
     });
   }
@@ -36,8 +36,8 @@ export class AuthorizationCodeIssuer {
 
   /** The code for an approved state, exactly once; null while not approved and after collection. */
   async pickUp(stateId: string, clientId: string): Promise<string | null> {
-    const { code, codeHash, expiresAt } = this.newCode();
-    return (await this.codes.pickUp(this.dataSource.manager, stateId, clientId, codeHash, expiresAt)) ? code : null;
+    const { code, codeHash } = this.newCode();
+    return (await this.codes.pickUp(this.dataSource.manager, stateId, clientId, codeHash, this.env.AUTH_CODE_TTL)) ? code : null;
   }
 
   /** States whose code waits for its polling device, with when they expire. */
@@ -51,6 +51,6 @@ export class AuthorizationCodeIssuer {
 
   private newCode() {
     const code = randomToken(32);
-    return { code, codeHash: sha256(code), expiresAt: new Date(Date.now() + this.env.AUTH_CODE_TTL * 1000) };
+    return { code, codeHash: sha256(code) };
   }
 }

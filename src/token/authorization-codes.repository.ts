@@ -8,7 +8,7 @@ export interface AuthorizationCodeRow {
   user_id: string;
   redirect_url: string | null;
   code_challenge: string | null;
-  expires_at: Date;
+  expired: boolean;
   consumed_at: Date | null;
   grant_id: string | null;
 }
@@ -20,7 +20,7 @@ export interface NewAuthorizationCode {
   userId: string;
   redirectUrl: string | null;
   codeChallenge: string | null;
-  expiresAt: Date;
+  lifetimeSeconds: number;
 }
 
 /** A completed sign-in, keyed by the state that started it. */
@@ -46,7 +46,7 @@ const REDEEM = new PreparedStatement<{ user_id: string }>(
    granted AS (
      INSERT INTO grants (id, client_id, user_id, scope) SELECT $5, $2, user_id, $6 FROM redeemed RETURNING id),
    first_refresh AS (
-     INSERT INTO refresh_tokens (token_hash, grant_id, client_id, expires_at) SELECT $7, id, $2, $8 FROM granted)
+     INSERT INTO refresh_tokens (token_hash, grant_id, client_id, expires_at) SELECT $7, id, $2, now() + make_interval(secs => $8) FROM granted)
    SELECT user_id FROM redeemed`,
 );
 
@@ -87,7 +87,7 @@ export class AuthorizationCodesRepository {
    * as collected and stores the new code's hash. Nothing matches (one primary-key probe) while
    * the user has not signed in, after the code was collected, or for a disabled client.
    */
-  async pickUp(manager: EntityManager, stateId: string, clientId: string, codeHash: Buffer, codeExpiresAt: Date): Promise<boolean> {
+  async pickUp(manager: EntityManager, stateId: string, clientId: string, codeHash: Buffer, codeLifetimeSeconds: number): Promise<boolean> {
     const rows = await manager.query(
       `WITH picked AS (
          UPDATE authorizations SET picked_up_at = now()
@@ -95,9 +95,9 @@ export class AuthorizationCodesRepository {
            AND EXISTS (SELECT 1 FROM clients WHERE id = $2 AND enabled)
          RETURNING state_id, client_id, user_id, redirect_url, code_challenge)
        INSERT INTO authorization_codes (code_hash, state_id, client_id, user_id, redirect_url, code_challenge, expires_at)
-       SELECT $3, state_id, client_id, user_id, redirect_url, code_challenge, $4 FROM picked
+       SELECT $3, state_id, client_id, user_id, redirect_url, code_challenge, now() + make_interval(secs => $4) FROM picked
        RETURNING 1`,
-      [stateId, clientId, codeHash, codeExpiresAt],
+      [stateId, clientId, codeHash, codeLifetimeSeconds],
     );
     return rows.length > 0;
   }
@@ -105,8 +105,8 @@ export class AuthorizationCodesRepository {
   async insert(manager: EntityManager, code: NewAuthorizationCode): Promise<void> {
     await manager.query(
       `INSERT INTO authorization_codes (code_hash, state_id, client_id, user_id, redirect_url, code_challenge, expires_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-      [code.codeHash, code.stateId, code.clientId, code.userId, code.redirectUrl, code.codeChallenge, code.expiresAt],
+       VALUES ($1, $2, $3, $4, $5, $6, now() + make_interval(secs => $7))`,
+      [code.codeHash, code.stateId, code.clientId, code.userId, code.redirectUrl, code.codeChallenge, code.lifetimeSeconds],
     );
   }
 
@@ -128,7 +128,7 @@ export class AuthorizationCodesRepository {
       grantId: string;
       scope: string | null;
       refreshTokenHash: Buffer;
-      refreshTokenExpiresAt: Date;
+      refreshTokenLifetimeSeconds: number;
     },
   ): Promise<{ user_id: string } | undefined> {
     const [row] = await REDEEM.run(dataSource, [
@@ -139,7 +139,7 @@ export class AuthorizationCodesRepository {
       redemption.grantId,
       redemption.scope,
       redemption.refreshTokenHash,
-      redemption.refreshTokenExpiresAt,
+      redemption.refreshTokenLifetimeSeconds,
     ]);
     return row;
   }
@@ -147,7 +147,7 @@ export class AuthorizationCodesRepository {
   /** The code row, locked until the transaction ends, so two exchanges of one code serialise. */
   async lock(manager: EntityManager, codeHash: Buffer): Promise<AuthorizationCodeRow | undefined> {
     const [row] = await manager.query(
-      `SELECT client_id, user_id, redirect_url, code_challenge, expires_at, consumed_at, grant_id
+      `SELECT client_id, user_id, redirect_url, code_challenge, expires_at <= now() AS expired, consumed_at, grant_id
        FROM authorization_codes WHERE code_hash = $1 FOR UPDATE`,
       [codeHash],
     );

@@ -8,9 +8,13 @@ export interface RefreshTokenRow {
   user_id: string;
   scope: string | null;
   expires_at: Date;
+  /** By the database's clock, as every expiry. */
+  expired: boolean;
   rotated_at: Date | null;
   grant_revoked_at: Date | null;
 }
+
+const COLUMNS = 'r.grant_id, r.client_id, g.user_id, g.scope, r.expires_at, r.expires_at <= now() AS expired, r.rotated_at, g.revoked_at AS grant_revoked_at';
 
 const ROTATE = new PreparedStatement<Pick<RefreshTokenRow, 'grant_id' | 'user_id' | 'scope'>>(
   'rotate-refresh-token',
@@ -21,28 +25,31 @@ const ROTATE = new PreparedStatement<Pick<RefreshTokenRow, 'grant_id' | 'user_id
        AND g.id = r.grant_id AND g.revoked_at IS NULL
      RETURNING r.grant_id, g.user_id, g.scope),
    successor AS (
-     INSERT INTO refresh_tokens (token_hash, grant_id, client_id, expires_at) SELECT $3, grant_id, $2, $4 FROM rotated)
+     INSERT INTO refresh_tokens (token_hash, grant_id, client_id, expires_at) SELECT $3, grant_id, $2, now() + make_interval(secs => $4) FROM rotated)
    SELECT grant_id, user_id, scope FROM rotated`,
 );
 
 @Injectable()
 export class RefreshTokensRepository {
-  async insert(manager: EntityManager, token: { tokenHash: Buffer; grantId: string; clientId: string; expiresAt: Date }): Promise<void> {
-    await manager.query('INSERT INTO refresh_tokens (token_hash, grant_id, client_id, expires_at) VALUES ($1, $2, $3, $4)', [
+  async insert(manager: EntityManager, token: { tokenHash: Buffer; grantId: string; clientId: string; lifetimeSeconds: number }): Promise<void> {
+    await manager.query('INSERT INTO refresh_tokens (token_hash, grant_id, client_id, expires_at) VALUES ($1, $2, $3, now() + make_interval(secs => $4))', [
       token.tokenHash,
       token.grantId,
       token.clientId,
-      token.expiresAt,
+      token.lifetimeSeconds,
     ]);
   }
 
-  /** The token with its grant, locked: of two concurrent refreshes, the second waits and sees the first's rotation. */
-  async lock(manager: EntityManager, tokenHash: Buffer): Promise<RefreshTokenRow | undefined> {
+  /**
+   * The token with its grant, locked: of two concurrent refreshes, the second waits and sees the
+   * first's rotation. `rotated_within_grace`: rotated less than `graceSeconds` ago.
+   */
+  async lock(manager: EntityManager, tokenHash: Buffer, graceSeconds: number): Promise<(RefreshTokenRow & { rotated_within_grace: boolean }) | undefined> {
     const [row] = await manager.query(
-      `SELECT r.grant_id, r.client_id, g.user_id, g.scope, r.expires_at, r.rotated_at, g.revoked_at AS grant_revoked_at
+      `SELECT ${COLUMNS}, coalesce(r.rotated_at > now() - make_interval(secs => $2), false) AS rotated_within_grace
        FROM refresh_tokens r JOIN grants g ON g.id = r.grant_id
        WHERE r.token_hash = $1 FOR UPDATE OF r`,
-      [tokenHash],
+      [tokenHash, graceSeconds],
     );
     return row;
   }
@@ -55,9 +62,9 @@ export class RefreshTokensRepository {
    */
   async rotate(
     dataSource: DataSource,
-    rotation: { tokenHash: Buffer; clientId: string; successorHash: Buffer; successorExpiresAt: Date },
+    rotation: { tokenHash: Buffer; clientId: string; successorHash: Buffer; successorLifetimeSeconds: number },
   ): Promise<Pick<RefreshTokenRow, 'grant_id' | 'user_id' | 'scope'> | undefined> {
-    const [row] = await ROTATE.run(dataSource, [rotation.tokenHash, rotation.clientId, rotation.successorHash, rotation.successorExpiresAt]);
+    const [row] = await ROTATE.run(dataSource, [rotation.tokenHash, rotation.clientId, rotation.successorHash, rotation.successorLifetimeSeconds]);
     return row;
   }
 
@@ -68,8 +75,7 @@ export class RefreshTokensRepository {
   /** For introspection and revocation: the token's grant and client, without locking. */
   async find(manager: EntityManager, tokenHash: Buffer): Promise<RefreshTokenRow | undefined> {
     const [row] = await manager.query(
-      `SELECT r.grant_id, r.client_id, g.user_id, g.scope, r.expires_at, r.rotated_at, g.revoked_at AS grant_revoked_at
-       FROM refresh_tokens r JOIN grants g ON g.id = r.grant_id WHERE r.token_hash = $1`,
+      `SELECT ${COLUMNS} FROM refresh_tokens r JOIN grants g ON g.id = r.grant_id WHERE r.token_hash = $1`,
       [tokenHash],
     );
     return row;

@@ -77,7 +77,7 @@ export class TokenInspectionService {
       return claims.sid !== undefined && !(await this.grants.isActive(claims.sid));
     }
     const { row } = token;
-    return row.client_id !== clientId || row.rotated_at !== null || row.grant_revoked_at !== null || row.expires_at.getTime() <= Date.now();
+    return row.client_id !== clientId || row.rotated_at !== null || row.grant_revoked_at !== null || row.expired;
   }
 }
 

@@ -25,7 +25,8 @@ export interface UserGrant {
 export interface NewRefreshToken {
   value: string;
   hash: Buffer;
-  expiresAt: Date;
+  /** It expires this long after it is stored, by the database's clock. */
+  lifetimeSeconds: number;
 }
 
 /** Issues the access and refresh token pair of a grant. */
@@ -39,13 +40,13 @@ export class UserTokenIssuer {
 
   newRefreshToken(): NewRefreshToken {
     const value = randomToken(32);
-    return { value, hash: sha256(value), expiresAt: new Date(Date.now() + this.env.REFRESH_TOKEN_TTL * 1000) };
+    return { value, hash: sha256(value), lifetimeSeconds: this.env.REFRESH_TOKEN_TTL };
   }
 
   /** Stores a new refresh token inside the caller's transaction and answers with the pair. */
   async issue(manager: EntityManager, grant: UserGrant): Promise<UserTokenResponse> {
     const refreshToken = this.newRefreshToken();
-    await this.refreshTokens.insert(manager, { tokenHash: refreshToken.hash, grantId: grant.grantId, clientId: grant.clientId, expiresAt: refreshToken.expiresAt });
+    await this.refreshTokens.insert(manager, { tokenHash: refreshToken.hash, grantId: grant.grantId, clientId: grant.clientId, lifetimeSeconds: refreshToken.lifetimeSeconds });
     return this.respond(grant, refreshToken);
   }
 

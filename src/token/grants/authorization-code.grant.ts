@@ -45,7 +45,7 @@ export class AuthorizationCodeGrant implements GrantHandler<UserTokenResponse> {
         grantId,
         scope: grantScope,
         refreshTokenHash: refreshToken.hash,
-        refreshTokenExpiresAt: refreshToken.expiresAt,
+        refreshTokenLifetimeSeconds: refreshToken.lifetimeSeconds,
       });
       if (redeemed) return this.tokens.respond({ grantId, clientId: client.id, userId: redeemed.user_id, scope: grantScope }, refreshToken);
     }
@@ -59,7 +59,7 @@ export class AuthorizationCodeGrant implements GrantHandler<UserTokenResponse> {
         if (code.grant_id) await this.grants.revoke(manager, code.grant_id);
         return invalidGrant('the authorization code was already used');
       }
-      if (code.expires_at.getTime() <= Date.now()) {
+      if (code.expired) {
         await this.codes.markConsumed(manager, codeHash, null);
         return invalidGrant('the authorization code has expired');
       }

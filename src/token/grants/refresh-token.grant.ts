@@ -35,23 +35,22 @@ export class RefreshTokenGrant implements GrantHandler<UserTokenResponse> {
         tokenHash,
         clientId: client.id,
         successorHash: successor.hash,
-        successorExpiresAt: successor.expiresAt,
+        successorLifetimeSeconds: successor.lifetimeSeconds,
       });
       if (rotated) return this.tokens.respond({ grantId: rotated.grant_id, clientId: client.id, userId: rotated.user_id, scope: rotated.scope }, successor);
     }
     // A narrowed scope, or a token that could not simply be rotated: decide under the row lock.
     return inTokenTransaction(this.dataSource, async (manager) => {
-      const token = await this.refreshTokens.lock(manager, tokenHash);
+      const token = await this.refreshTokens.lock(manager, tokenHash, this.env.REFRESH_REUSE_GRACE);
       if (!token || token.client_id !== client.id) return invalidGrant('the refresh token is invalid');
       if (token.grant_revoked_at) return invalidGrant('the grant of this refresh token was revoked');
       if (token.rotated_at) {
         // Within the grace period the loser of a concurrent refresh is refused; later, reuse means theft.
-        const inGrace = Date.now() - token.rotated_at.getTime() < this.env.REFRESH_REUSE_GRACE * 1000;
-        if (inGrace) return invalidGrant('the refresh token was already used');
+        if (token.rotated_within_grace) return invalidGrant('the refresh token was already used');
         await this.grants.revoke(manager, token.grant_id);
         return invalidGrant('the refresh token was already used; its grant is revoked');
       }
-      if (token.expires_at.getTime() <= Date.now()) return invalidGrant('the refresh token has expired');
+      if (token.expired) return invalidGrant('the refresh token has expired');
       // RFC 6749 §6: a refresh may narrow the grant's scope, never widen it.
       const grantScope = parseScope(token.scope ?? undefined) ?? [];
       assertScopeAllowed(requestedScope, grantScope);

@@ -1,0 +1,47 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { createClient, createUser, type TestClient } from '../factories/oauth.factory.js';
+import { issueTokens, LOOPBACK_PATTERN, LOOPBACK_REDIRECT, type PortalUser, refresh } from '../factories/token-flow.factory.js';
+import { query } from '../setup/database.js';
+import { startTestApp, type TestApp } from '../setup/test-app.js';
+
+// Instances of a fleet never agree on the time to the second; the database's clock decides every
+// stored expiry, so a service whose clock is off still issues codes and refresh tokens that work.
+describe('expiries by the database clock', () => {
+  let app: TestApp;
+  let client: TestClient;
+  let user: PortalUser;
+
+  beforeAll(async () => {
+    app = await startTestApp({ AUTH_CODE_TTL: '30', REFRESH_TOKEN_TTL: '60', CODE_POLL_MIN_INTERVAL: '0' });
+    client = await createClient(app, { redirectPatterns: [LOOPBACK_PATTERN] });
+    user = await createUser(app);
+  });
+  afterEach(() => vi.useRealTimers());
+  afterAll(() => app.close());
+
+  it('issues codes and refresh tokens that work while this process runs two minutes behind the database', async () => {
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.now() - 120_000, shouldAdvanceTime: true });
+    const tokens = await issueTokens(app, client, user, { redirectUrl: LOOPBACK_REDIRECT });
+    const refreshed = await refresh(app, client, tokens.refresh_token);
+    expect(refreshed.status, refreshed.text).toBe(200);
+    vi.useRealTimers();
+    expect(await remainingLifetime(app, (refreshed.body as { refresh_token: string }).refresh_token)).toBeGreaterThan(50);
+  });
+
+  it('issues refresh tokens that are not valid longer while this process runs two minutes ahead', async () => {
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.now() + 120_000, shouldAdvanceTime: true });
+    const tokens = await issueTokens(app, client, user, { redirectUrl: LOOPBACK_REDIRECT });
+    vi.useRealTimers();
+    expect(await remainingLifetime(app, tokens.refresh_token)).toBeLessThanOrEqual(60);
+  });
+});
+
+/** Seconds the stored refresh token has left, by the database's clock. */
+async function remainingLifetime(app: TestApp, refreshToken: string): Promise<number> {
+  const [row] = await query<{ lifetime: number }>(
+    app.databaseUrl,
+    "SELECT extract(epoch FROM expires_at - now())::int AS lifetime FROM refresh_tokens WHERE token_hash = sha256(convert_to($1, 'UTF8'))",
+    [refreshToken],
+  );
+  return row.lifetime;
+}
