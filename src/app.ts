@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import type { IncomingHttpHeaders } from 'node:http';
+import { type IncomingHttpHeaders, maxHeaderSize } from 'node:http';
 import fastifyCookie from '@fastify/cookie';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
@@ -9,17 +9,26 @@ import { LogController } from 'fastify';
 import type { Logger } from 'pino';
 import { AppModule } from './app.module.js';
 import { RequestDeadlineError } from './common/errors/temporarily-unavailable.js';
+import { httpServerFactory } from './common/http/http-server-factory.js';
+import { depthLimitedJsonParser } from './common/http/json-body-parser.js';
+import { answerUpgradesOverHttp } from './common/http/upgrade-fallback.js';
 import { PinoLoggerService } from './common/logging/logger.js';
 import { requestLogger } from './common/logging/request-logger.js';
 import type { Env } from './config/env.js';
 import { VERSION } from './health/version.js';
+import { readMetricsAllowList } from './metrics/metrics-access.guard.js';
 import { Metrics } from './metrics/metrics.service.js';
 import { DeliveryService } from './notification/delivery.service.js';
 import { NotificationWsAdapter } from './notification/notification-ws.adapter.js';
 import { StreamAuthorizer } from './notification/stream-authorizer.js';
 
+const BODY_LIMIT = 64 * 1024;
+
 /** The whole service as one Nest application on Fastify, not yet listening. */
 export async function createApp(env: Env, databaseUrl: string, logger: Logger): Promise<NestFastifyApplication> {
+  // Before anything starts: a bad list would otherwise fail inside Nest's start-up, which exits the process.
+  readMetricsAllowList(env);
+  const tls = env.TLS_CERT_FILE && env.TLS_KEY_FILE ? { cert: readFileSync(env.TLS_CERT_FILE), key: readFileSync(env.TLS_KEY_FILE) } : undefined;
   const adapter = new FastifyAdapter({
     loggerInstance: logger,
     childLoggerFactory: requestLogger,
@@ -27,19 +36,25 @@ export async function createApp(env: Env, databaseUrl: string, logger: Logger): 
     requestIdHeader: false,
     genReqId: (request: { headers: IncomingHttpHeaders }) => acceptedRequestId(request.headers['x-request-id']) ?? randomUUID(),
     trustProxy: parseTrustProxy(env.TRUST_PROXY),
-    bodyLimit: 64 * 1024,
+    bodyLimit: BODY_LIMIT,
     return503OnClosing: true,
-    ...(env.TLS_CERT_FILE && env.TLS_KEY_FILE ? { https: { cert: readFileSync(env.TLS_CERT_FILE), key: readFileSync(env.TLS_KEY_FILE) } } : {}),
+    serverFactory: httpServerFactory({ headersMs: env.HTTP_HEADERS_TIMEOUT_MS, requestMs: env.HTTP_RECEIVE_TIMEOUT_MS }, tls),
+    // A parameter is never longer than the request line, which Node's header size limit bounds; a
+    // lower router limit would answer a long client_id 414 where the contract wants an unknown client's 404.
+    routerOptions: { maxParamLength: maxHeaderSize },
+    ...(tls ? { https: tls } : {}),
   });
   adapter.getInstance().addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
     done();
   });
+  answerUpgradesOverHttp(adapter.getInstance());
   answerLateRequests(adapter, env.REQUEST_TIMEOUT_MS);
 
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(env, databaseUrl), adapter, {
     logger: new PinoLoggerService(logger),
   });
+  app.useBodyParser('application/json', { bodyLimit: BODY_LIMIT }, depthLimitedJsonParser(adapter.getInstance()));
   await app.register(fastifyCookie);
   recordHttpLatency(adapter, app.get(Metrics));
   app.useWebSocketAdapter(

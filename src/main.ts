@@ -71,7 +71,9 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
 try {
   await starting;
 } catch (error) {
-  logger.fatal({ err: error }, 'start-up failed');
+  // A setting only createApp can check (METRICS_ALLOWED_CIDRS) is reported like the others: one line.
+  if (error instanceof InvalidConfigError) process.stderr.write(`${error.message}\n`);
+  else logger.fatal({ err: error }, 'start-up failed');
   await stop().catch(() => {});
   process.exit(1);
 }

@@ -1,9 +1,11 @@
-import { Controller, Get, Header } from '@nestjs/common';
-import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { Controller, Get, Header, UseGuards } from '@nestjs/common';
+import { ApiForbiddenResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { MetricsAccessGuard } from './metrics-access.guard.js';
 import { Metrics } from './metrics.service.js';
 
 @ApiTags('health')
 @Controller('metrics')
+@UseGuards(MetricsAccessGuard)
 export class MetricsController {
   constructor(private readonly metrics: Metrics) {}
 
@@ -12,6 +14,8 @@ export class MetricsController {
   @Header('Cache-Control', 'no-store')
   @ApiOperation({ summary: 'Prometheus metrics: connections, closes by code, tokens by grant, notifications, latencies' })
   @ApiOkResponse({ description: 'Prometheus text exposition format' })
+  @ApiForbiddenResponse({ description: 'the client address is not in METRICS_ALLOWED_CIDRS' })
+  // Every figure, gauges included, is read from this process's memory: a scrape never queries the database.
   scrape(): Promise<string> {
     return this.metrics.registry.metrics();
   }

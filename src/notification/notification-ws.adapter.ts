@@ -1,8 +1,10 @@
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, Server } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { INestApplicationContext } from '@nestjs/common';
 import { WsAdapter } from '@nestjs/platform-ws';
-import type { WebSocketServer } from 'ws';
+import type { WebSocket, WebSocketServer } from 'ws';
 import { RETRY_AFTER_S } from '../common/errors/temporarily-unavailable.js';
+import { answerOverHttp, asksForWebSocket } from '../common/http/upgrade-fallback.js';
 import type { AccessTokenClaims } from '../token/access-tokens.service.js';
 import type { UpgradeDecision } from './stream-authorizer.js';
 
@@ -22,17 +24,58 @@ export interface StreamOptions {
   afterClose(): Promise<void>;
 }
 
+/** The port Nest gives a gateway that shares the application's HTTP server. */
+const SHARED_HTTP_SERVER = 0;
+
 /**
  * Nest's ws adapter with what the stream needs: the token is checked before the handshake (a
  * refused upgrade is a plain HTTP 401/403 with WWW-Authenticate), incoming frames are capped,
- * and shutdown closes every socket with 1001 instead of terminating it (which clients see as 1006).
+ * any other request with an Upgrade header is answered over HTTP (Nest's own listener drops its
+ * connection without a word), and shutdown closes every socket with 1001 instead of terminating
+ * it (which clients see as 1006).
  */
 export class NotificationWsAdapter extends WsAdapter {
+  private stopRoutingUpgrades?: () => void;
+
   constructor(
     app: INestApplicationContext,
     private readonly stream: StreamOptions,
   ) {
     super(app);
+  }
+
+  /** Replaces Nest's 'upgrade' listener on the shared server with routeUpgrade. */
+  protected override ensureHttpServerExists(port: number, httpServer?: Server): Server | undefined {
+    if (port !== SHARED_HTTP_SERVER || !httpServer) return super.ensureHttpServerExists(port, httpServer);
+    if (this.httpServersRegistry.has(port)) return undefined;
+    this.httpServersRegistry.set(port, httpServer);
+    const listener = (request: IncomingMessage, socket: Duplex, head: Buffer) => this.routeUpgrade(httpServer, request, socket, head);
+    httpServer.on('upgrade', listener);
+    this.stopRoutingUpgrades = () => httpServer.off('upgrade', listener);
+    return httpServer;
+  }
+
+  /** A WebSocket request for a gateway's path goes to its server; anything else is answered over HTTP. */
+  private routeUpgrade(httpServer: Server, request: IncomingMessage, socket: Duplex, head: Buffer) {
+    const wsServer = asksForWebSocket(request) ? this.webSocketServerAt(request.url) : undefined;
+    if (!wsServer) return answerOverHttp(httpServer, request, socket);
+    wsServer.handleUpgrade(request, socket, head, (ws: WebSocket) => wsServer.emit('connection', ws, request));
+  }
+
+  private webSocketServerAt(url: string | undefined): WebSocketServer | undefined {
+    let path: string;
+    try {
+      path = new URL(url ?? '', 'http://localhost').pathname;
+    } catch {
+      return undefined;
+    }
+    const servers = (this.wsServersRegistry.get(SHARED_HTTP_SERVER) ?? []) as (WebSocketServer & { path: string })[];
+    return servers.find((server) => server.path === path);
+  }
+
+  override async dispose(): Promise<void> {
+    this.stopRoutingUpgrades?.();
+    await super.dispose();
   }
 
   override create(port: number, options: Record<string, unknown> = {}) {

@@ -5,7 +5,15 @@ import { randomToken } from '../common/crypto/opaque-token.js';
 import { STYLE_HASH } from './login-page.js';
 import { type AuthorizeOutcome, LoginService } from './login.service.js';
 
-const CSRF_COOKIE = 'vc_csrf';
+/**
+ * The CSRF cookie. Over https it is a `__Host-` cookie (Secure, Path=/, no Domain), which a
+ * sibling subdomain or a plain-http page cannot set or overwrite (RFC 6265bis §4.1.3.2). Over plain
+ * http (local development) browsers refuse Secure cookies, so it keeps a plain name scoped to the page.
+ */
+const csrfCookie = (request: FastifyRequest) =>
+  request.protocol === 'https'
+    ? { name: '__Host-vc_csrf', path: '/', secure: true }
+    : { name: 'vc_csrf', path: '/sso/authorize', secure: false };
 
 @ApiTags('device authorization helper')
 @Controller('sso/authorize')
@@ -16,7 +24,7 @@ export class AuthorizeController {
   @ApiOperation({ summary: 'Login page of the helper flow (HTML); 400 page for an invalid state or client, never a redirect' })
   @ApiOkResponse({ description: 'text/html login form' })
   async show(@Query() query: unknown, @Req() request: FastifyRequest, @Res() reply: FastifyReply) {
-    const csrfToken = request.cookies[CSRF_COOKIE] || randomToken(32);
+    const csrfToken = request.cookies[csrfCookie(request).name] || randomToken(32);
     send(request, reply, await this.login.show(query, csrfToken), csrfToken);
   }
 
@@ -26,7 +34,7 @@ export class AuthorizeController {
   async submit(@Body() body: unknown, @Req() request: FastifyRequest, @Res() reply: FastifyReply) {
     // A failed attempt gets a fresh token: the form is re-rendered with it and the cookie renewed.
     const fresh = randomToken(32);
-    send(request, reply, await this.login.submit(body, { cookie: request.cookies[CSRF_COOKIE], fresh }, request.ip), fresh);
+    send(request, reply, await this.login.submit(body, { cookie: request.cookies[csrfCookie(request).name], fresh }, request.ip), fresh);
   }
 }
 
@@ -39,8 +47,9 @@ function send(request: FastifyRequest, reply: FastifyReply, outcome: AuthorizeOu
   if (outcome.retryAfter !== undefined) void reply.header('Retry-After', String(outcome.retryAfter));
   // Chrome applies form-action to the redirect that follows the POST, so the device's origin is allowed too.
   const formAction = ["'self'", outcome.redirectOrigin].filter(Boolean).join(' ');
+  const cookie = csrfCookie(request);
   void reply
-    .setCookie(CSRF_COOKIE, csrfToken, { path: '/sso/authorize', httpOnly: true, sameSite: 'strict', secure: request.protocol === 'https' })
+    .setCookie(cookie.name, csrfToken, { path: cookie.path, secure: cookie.secure, httpOnly: true, sameSite: 'strict' })
     .header(
       'Content-Security-Policy',
       `default-src 'none'; style-src ${STYLE_HASH}; form-action ${formAction}; frame-ancestors 'none'; base-uri 'none'`,

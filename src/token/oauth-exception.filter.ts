@@ -4,6 +4,18 @@ import { logFailure } from '../common/errors/log-failure.js';
 import { isTemporarilyUnavailable, RETRY_AFTER_S } from '../common/errors/temporarily-unavailable.js';
 import { OAuthError } from './oauth-error.js';
 
+/** error_description of a request refused before its handler ran, by status. */
+const UNREADABLE: Record<number, string> = {
+  400: 'the request could not be read',
+  404: 'no such endpoint',
+  405: 'method not allowed at this endpoint',
+  408: 'the request was not received in time',
+  413: 'the request body is too large',
+  414: 'the request URI is too long',
+  415: 'unsupported content type: send application/x-www-form-urlencoded',
+  431: 'the request headers are too large',
+};
+
 /**
  * The OAuth endpoints' error format (RFC 6749 §5.2): `{ error, error_description }`, never
  * cached; invalid_client is a 401 with `WWW-Authenticate` when Basic was used; a database that is
@@ -28,9 +40,10 @@ export class OAuthExceptionFilter implements ExceptionFilter {
 
   private toOAuthError(exception: unknown): OAuthError {
     if (exception instanceof OAuthError) return exception;
-    // Body parsing and size errors raised before the handler: the request itself is bad.
+    // Raised before the handler (no route, body too large, unsupported or malformed body): the
+    // request itself is bad. Its status stays, so a client can tell a 413 from a 400.
     const status = exception instanceof HttpException ? exception.getStatus() : (exception as { statusCode?: number })?.statusCode;
-    if (status && status >= 400 && status < 500) return new OAuthError('invalid_request', 'the request could not be read');
+    if (status && status >= 400 && status < 500) return new OAuthError('invalid_request', UNREADABLE[status] ?? UNREADABLE[400], { status });
     // RFC 6749 §4.1.2.1's temporarily_unavailable, with 503 and Retry-After: the request was fine, the database was not.
     if (isTemporarilyUnavailable(exception)) return new OAuthError('temporarily_unavailable', 'the service is temporarily unavailable: try again shortly');
     return new OAuthError('server_error', 'the server could not complete the request');

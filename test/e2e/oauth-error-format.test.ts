@@ -13,14 +13,14 @@ describe('errors raised before a handler runs, on the OAuth routes', () => {
   afterAll(() => app.close());
 
   it.each([
-    ['malformed JSON', { 'content-type': 'application/json' }, '{nope'],
-    ['an unsupported media type', { 'content-type': 'text/csv' }, 'a,b'],
-    ['a body over the size limit', { 'content-type': 'application/x-www-form-urlencoded' }, `grant_type=${'x'.repeat(70_000)}`],
-  ])('answers %s at /sso/token with an RFC 6749 invalid_request, never cached', async (_case, headers, body) => {
+    ['malformed JSON', { 'content-type': 'application/json' }, '{nope', 400, 'the request could not be read'],
+    ['an unsupported media type', { 'content-type': 'text/csv' }, 'a,b', 415, 'unsupported content type: send application/x-www-form-urlencoded'],
+    ['a body over the size limit', { 'content-type': 'application/x-www-form-urlencoded' }, `grant_type=${'x'.repeat(70_000)}`, 413, 'the request body is too large'],
+  ])('answers %s at /sso/token with an RFC 6749 invalid_request keeping its status, never cached', async (_case, headers, body, status, description) => {
     const response = await fetch(`${app.baseUrl}/sso/token`, { method: 'POST', headers, body });
-    expect(response.status).toBe(400);
+    expect(response.status).toBe(status);
     expect(response.headers.get('cache-control')).toBe('no-store');
-    expect(await response.json()).toEqual({ error: 'invalid_request', error_description: 'the request could not be read' });
+    expect(await response.json()).toEqual({ error: 'invalid_request', error_description: description });
   });
 
   it('keeps the { message, correlationId } format on other routes', async () => {
