@@ -6,6 +6,7 @@ import type { Env } from './config/env.js';
 import { DatabaseModule } from './database/database.module.js';
 import { ExceptionRoutingFilter } from './exception-routing.filter.js';
 import { HealthModule } from './health/health.module.js';
+import { KeysInstanceModule } from './keys/keys-instance.module.js';
 import { KeysModule } from './keys/keys.module.js';
 import { MetricsModule } from './metrics/metrics.module.js';
 import { NotificationModule } from './notification/notification.module.js';
@@ -25,6 +26,8 @@ export class AppModule {
         ClientsModule,
         UsersModule,
         KeysModule,
+        // Creates or replaces the active key at start and listens for revocations: the service only.
+        KeysInstanceModule,
         TokenModule,
         OAuthHelperModule,
         NotificationModule,

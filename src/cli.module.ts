@@ -3,6 +3,8 @@ import { ClientCommandsModule } from './clients/commands/client-commands.module.
 import { ConfigModule } from './config/config.module.js';
 import type { Env } from './config/env.js';
 import { DatabaseModule } from './database/database.module.js';
+import { KeysListCommand } from './keys/commands/keys-list.command.js';
+import { KeysRevokeCommand } from './keys/commands/keys-revoke.command.js';
 import { KeysRotateCommand } from './keys/commands/keys-rotate.command.js';
 import { KeysModule } from './keys/keys.module.js';
 import { MetricsModule } from './metrics/metrics.module.js';
@@ -11,14 +13,17 @@ import { NotificationPublishingModule } from './notification/notification-publis
 import { UserCreateCommand } from './users/commands/user-create.command.js';
 import { UsersModule } from './users/users.module.js';
 
-/** The admin CLI: the feature modules it administers, without the HTTP server. */
+/**
+ * The admin CLI: the feature modules it administers, without the HTTP server. Not KeysInstanceModule:
+ * a CLI command never creates or replaces keys implicitly, whatever SIGNING_ALG says.
+ */
 @Module({})
 export class CliModule {
   static forRoot(env: Env, databaseUrl: string): DynamicModule {
     return {
       module: CliModule,
       imports: [ConfigModule.forRoot(env), DatabaseModule.forRoot(databaseUrl), MetricsModule, ClientCommandsModule, UsersModule, KeysModule, NotificationPublishingModule],
-      providers: [UserCreateCommand, KeysRotateCommand, NotificationPublishCommand],
+      providers: [UserCreateCommand, KeysRotateCommand, KeysListCommand, KeysRevokeCommand, NotificationPublishCommand],
     };
   }
 }

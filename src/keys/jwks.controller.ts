@@ -10,7 +10,7 @@ export class JwksController {
   @Get('jwks.json')
   @Header('Content-Type', 'application/jwk-set+json; charset=utf-8')
   @Header('Cache-Control', 'public, max-age=60')
-  @ApiOperation({ summary: 'Public keys that verify access tokens (RFC 7517): the current key and recently retired ones' })
+  @ApiOperation({ summary: 'Public keys that verify access tokens (RFC 7517): the current key and recently retired ones, never revoked ones' })
   @ApiOkResponse({ description: '`{ keys: JWK[] }`, public parts only' })
   jwks() {
     return this.keys.jwks();

@@ -15,11 +15,18 @@ export interface SignOptions {
   expiresInSeconds: number;
 }
 
-/** What a verified token was checked against, remembered with its claims. */
+/** What a verified token was checked against, remembered with its claims and the key that signed it. */
 interface Verified {
   claims: { exp?: unknown };
   typ: string;
   issuer?: string;
+  kid: string;
+}
+
+export interface VerifiedJwt<T> {
+  claims: T;
+  /** The signing key's id: what a revocation of that key refers to. */
+  kid: string;
 }
 
 /**
@@ -60,30 +67,44 @@ export class JwtSigner {
    * refused), `typ`, expiry and, when given, issuer. Returns the claims.
    */
   async verify<T extends object>(token: string, expected: { typ: string; issuer?: string }): Promise<T> {
+    return (await this.verifyWithKid<T>(token, expected)).claims;
+  }
+
+  /** As `verify`, with the id of the key that signed the token. */
+  async verifyWithKid<T extends object>(token: string, expected: { typ: string; issuer?: string }): Promise<VerifiedJwt<T>> {
     const known = this.verified.get(token);
     if (known && known.typ === expected.typ && known.issuer === expected.issuer) {
+      // A revoked key's tokens are refused even when remembered: the check is in memory, no round trip.
+      if (this.keys.isRevoked(known.kid)) {
+        this.verified.delete(token);
+        throw new InvalidJwt('signing key revoked');
+      }
       // Remembered tokens still expire: the signature check is what the cache saves, not this.
-      if (typeof known.claims.exp === 'number' && known.claims.exp * 1000 > Date.now()) return known.claims as T;
+      if (typeof known.claims.exp === 'number' && known.claims.exp * 1000 > Date.now()) return { claims: known.claims as T, kid: known.kid };
       this.verified.delete(token);
       throw new InvalidJwt('jwt expired');
     }
-    const claims = Object.freeze(await this.verifySignature<T>(token, expected));
-    if (typeof (claims as Verified['claims']).exp === 'number') this.verified.set(token, { claims, typ: expected.typ, issuer: expected.issuer });
-    return claims;
+    const { claims, kid } = await this.verifySignature<T>(token, expected);
+    Object.freeze(claims);
+    // The key may have been revoked while its signature was being checked.
+    if (this.keys.isRevoked(kid)) throw new InvalidJwt('signing key revoked');
+    if (typeof (claims as Verified['claims']).exp === 'number') this.verified.set(token, { claims, typ: expected.typ, issuer: expected.issuer, kid });
+    return { claims, kid };
   }
 
-  private async verifySignature<T extends object>(token: string, expected: { typ: string; issuer?: string }): Promise<T> {
+  private async verifySignature<T extends object>(token: string, expected: { typ: string; issuer?: string }): Promise<VerifiedJwt<T>> {
     const header = this.decodeHeader(token);
     if (!header || typeof header.kid !== 'string') throw new InvalidJwt('malformed token');
     if (typeof header.typ !== 'string' || header.typ.toLowerCase() !== expected.typ) throw new InvalidJwt('wrong token type');
     const key = await this.keys.verificationKey(header.kid);
     if (!key || header.alg !== key.alg) throw new InvalidJwt('unknown signing key');
     try {
-      return await this.jwt.verifyAsync<T>(token, {
+      const claims = await this.jwt.verifyAsync<T>(token, {
         publicKey: key.publicKey as never, // jsonwebtoken takes a KeyObject; Nest's type only lists PEM
         algorithms: [...ALLOWED_ALGS].filter((alg) => alg === key.alg),
         issuer: expected.issuer,
       });
+      return { claims, kid: header.kid };
     } catch (error) {
       throw new InvalidJwt((error as Error).message);
     }

@@ -1,5 +1,6 @@
-import { createPrivateKey, createPublicKey, type KeyObject } from 'node:crypto';
-import type { SigningAlg, SigningKeyEntity } from './signing-key.entity.js';
+import { createPublicKey, type KeyObject } from 'node:crypto';
+import type { JWK } from 'jose';
+import type { SigningAlg } from './signing-key.entity.js';
 
 export interface SigningKey {
   kid: string;
@@ -12,19 +13,21 @@ export interface VerificationKey {
   publicKey: KeyObject;
 }
 
-/** The published keys parsed once into KeyObjects: parsing a PEM per token would dominate signing. */
+/**
+ * The published keys parsed once into KeyObjects: parsing a key per token would dominate signing.
+ * `signing` is null when no key is active or its private part could not be read (`signingProblem` says why).
+ */
 export class KeyRing {
-  readonly signing: SigningKey | null;
   private readonly verification: Map<string, VerificationKey>;
 
   constructor(
-    keys: SigningKeyEntity[],
+    published: { kid: string; alg: SigningAlg; publicJwk: JWK }[],
+    readonly signing: SigningKey | null,
+    readonly signingProblem: string | null = null,
     readonly loadedAt = Date.now(),
   ) {
-    const active = keys.find((key) => key.retiredAt === null);
-    this.signing = active ? { kid: active.kid, alg: active.alg, privateKey: createPrivateKey(active.privateKeyPem) } : null;
     this.verification = new Map(
-      keys.map((key) => [key.kid, { alg: key.alg, publicKey: createPublicKey({ key: key.publicJwk as never, format: 'jwk' }) }]),
+      published.map((key) => [key.kid, { alg: key.alg, publicKey: createPublicKey({ key: key.publicJwk as never, format: 'jwk' }) }]),
     );
   }
 

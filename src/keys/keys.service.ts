@@ -1,72 +1,86 @@
-import { Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
+import { createPrivateKey } from 'node:crypto';
+import { Injectable, Logger } from '@nestjs/common';
 import type { JWK } from 'jose';
-import { Env } from '../config/env.js';
-import { generateSigningKey } from './key-pair.js';
 import { KeyRing, type SigningKey, type VerificationKey } from './key-ring.js';
-import { KeysRepository, type KeyStore } from './keys.repository.js';
-import type { SigningAlg, SigningKeyEntity } from './signing-key.entity.js';
-
-export interface KeyView {
-  kid: string;
-  alg: SigningAlg;
-  created_at: string;
-}
+import { KeysRepository, type LiveKey } from './keys.repository.js';
+import { PrivateKeyVault } from './private-key-vault.js';
 
 /** How long an instance trusts its copy of the keys; a rotation by another process shows up within it. */
 const RING_TTL_MS = 30_000;
 /** An unknown kid triggers a reload at most this often, so forged kids cannot hammer the database. */
 const UNKNOWN_KID_RELOAD_MS = 5_000;
 
-/** Signing keys shared by every instance through PostgreSQL. */
+/**
+ * Signing keys shared by every instance through PostgreSQL, and the kids revoked among them.
+ * Revocations arrive by NOTIFY (see KeyRevocationListener) and with every reload of the ring, so
+ * `isRevoked` answers from memory on the verification hot path.
+ */
 @Injectable()
-export class KeysService implements OnApplicationBootstrap {
+export class KeysService {
   private readonly logger = new Logger(KeysService.name);
   private ring: Promise<KeyRing> | null = null;
+  /** The reload in flight: everyone who needs a fresh ring meanwhile shares it. */
+  private loading: Promise<KeyRing> | null = null;
+  private lastLoadStartedAt = 0;
+  private readonly revoked = new Set<string>();
+  private readonly revokedListeners: ((kid: string) => void)[] = [];
 
   constructor(
     private readonly keys: KeysRepository,
-    private readonly env: Env,
+    private readonly vault: PrivateKeyVault,
   ) {}
 
-  /** First start creates a key; a changed SIGNING_ALG replaces the active key with one of that algorithm. */
-  async onApplicationBootstrap(): Promise<void> {
-    const created = await this.keys.withKeyLock(async (store) => {
-      const active = await store.findActive();
-      return active?.alg === this.env.SIGNING_ALG ? null : this.replaceActiveKey(store, active);
-    });
-    if (created) this.logger.log(`created ${created.alg} signing key ${created.kid}`);
-  }
-
-  /** A new key signs from now on; the old one stays published until its last token expires. */
-  async rotate(): Promise<KeyView & { retired: { kid: string; expires_at: string } | null }> {
-    const rotated = await this.keys.withKeyLock(async (store) => {
-      const active = await store.findActive();
-      const retiredExpiry = this.retiredKeyExpiry();
-      const key = await this.replaceActiveKey(store, active, retiredExpiry);
-      return { ...toView(key), retired: active ? { kid: active.kid, expires_at: retiredExpiry.toISOString() } : null };
-    });
-    this.ring = null; // this instance signs with the new key at once; others within RING_TTL_MS
-    return rotated;
-  }
-
-  /** The key new tokens are signed with. */
+  /** The key new tokens are signed with; never a revoked one. */
   async signingKey(): Promise<SigningKey> {
-    const ring = await this.currentRing();
-    if (!ring.signing) throw new Error('no active signing key');
+    let ring = await this.currentRing();
+    if (ring.signing && this.revoked.has(ring.signing.kid)) {
+      // Loaded before the revocation committed: the replacement key is in the next load.
+      this.forgetRing();
+      ring = await this.currentRing();
+    }
+    if (!ring.signing || this.revoked.has(ring.signing.kid)) throw new Error(`cannot sign: ${ring.signingProblem ?? 'no active signing key'}`);
     return ring.signing;
   }
 
-  /** A published key by id, reloading once when a fresh rotation may have added it. */
+  /** A published, unrevoked key by id, reloading (once for all concurrent callers) when a fresh rotation may have added it. */
   async verificationKey(kid: string): Promise<VerificationKey | undefined> {
+    if (this.revoked.has(kid)) return undefined;
     let ring = await this.currentRing();
-    if (!ring.verificationKey(kid) && Date.now() - ring.loadedAt > UNKNOWN_KID_RELOAD_MS) ring = await this.reloadRing();
-    return ring.verificationKey(kid);
+    if (!ring.verificationKey(kid)) ring = await this.ringAfterUnknownKid();
+    return this.revoked.has(kid) ? undefined : ring.verificationKey(kid);
   }
 
-  /** RFC 7517 key set: public parts only. */
+  /** RFC 7517 key set: public parts only, revoked keys left out. */
   async jwks(): Promise<{ keys: JWK[] }> {
-    const keys = await this.keys.findPublished();
-    return { keys: keys.map((key) => key.publicJwk) };
+    return { keys: await this.keys.findPublishedJwks() };
+  }
+
+  /** Whether tokens signed with `kid` are refused, as far as this instance has heard: no round trip. */
+  isRevoked(kid: string): boolean {
+    return this.revoked.has(kid);
+  }
+
+  /** Called once per kid on this instance when it learns of a revocation (by notice, or by a reload after a lost one). */
+  onRevoked(listener: (kid: string) => void): void {
+    this.revokedListeners.push(listener);
+  }
+
+  /** A revocation made here or announced by another process: refuse the key at once and find its replacement. */
+  keyRevoked(kid: string): void {
+    this.learnRevoked(kid);
+    this.forgetRing();
+  }
+
+  /** Reads the keys again, revocations included (after a listener reconnection, when notices may have been lost). */
+  async refresh(): Promise<void> {
+    this.forgetRing();
+    await this.currentRing();
+  }
+
+  /** The keys changed in this process (created, rotated): the next use reads them again. */
+  forgetRing(): void {
+    this.ring = null;
+    this.loading = null;
   }
 
   private async currentRing(): Promise<KeyRing> {
@@ -74,23 +88,56 @@ export class KeysService implements OnApplicationBootstrap {
     return ring && Date.now() - ring.loadedAt < RING_TTL_MS ? ring : this.reloadRing();
   }
 
+  private ringAfterUnknownKid(): Promise<KeyRing> {
+    if (this.loading) return this.loading;
+    return Date.now() - this.lastLoadStartedAt > UNKNOWN_KID_RELOAD_MS ? this.reloadRing() : this.currentRing();
+  }
+
   private reloadRing(): Promise<KeyRing> {
-    const loading = this.keys.findPublished().then((keys) => new KeyRing(keys));
+    if (this.loading) return this.loading;
+    this.lastLoadStartedAt = Date.now();
+    const loading = this.loadRing();
     this.ring = loading;
-    loading.catch(() => {
-      if (this.ring === loading) this.ring = null;
-    });
+    this.loading = loading;
+    const settle = (failed: boolean) => {
+      if (this.loading === loading) this.loading = null;
+      if (failed && this.ring === loading) this.ring = null;
+    };
+    loading.then(
+      () => settle(false),
+      () => settle(true),
+    );
     return loading;
   }
 
-  private async replaceActiveKey(store: KeyStore, active: SigningKeyEntity | null, retiredExpiry = this.retiredKeyExpiry()) {
-    if (active) await store.retire(active.kid, retiredExpiry);
-    return store.insert(await generateSigningKey(this.env.SIGNING_ALG as SigningAlg));
+  private async loadRing(): Promise<KeyRing> {
+    const live = await this.keys.findLive();
+    for (const key of live) if (key.revokedAt) this.learnRevoked(key.kid);
+    const published = live.filter((key) => !this.revoked.has(key.kid));
+    const active = published.find((key) => key.retiredAt === null);
+    if (!active) return new KeyRing(published, null);
+    try {
+      return new KeyRing(published, this.parseSigningKey(active));
+    } catch (error) {
+      // Verification goes on; signing fails with the reason (e.g. another instance added a KEK this
+      // one lacks). Not logged here: at start the bootstrap reports it once, later each failed signing does.
+      return new KeyRing(published, null, (error as Error).message);
+    }
   }
 
-  private retiredKeyExpiry() {
-    return new Date(Date.now() + this.env.longestSignedLifetime * 1000);
+  private parseSigningKey(active: LiveKey): SigningKey {
+    return { kid: active.kid, alg: active.alg, privateKey: createPrivateKey(this.vault.open(active.kid, active)) };
+  }
+
+  private learnRevoked(kid: string): void {
+    if (this.revoked.has(kid)) return;
+    this.revoked.add(kid);
+    for (const listener of this.revokedListeners) {
+      try {
+        listener(kid);
+      } catch (error) {
+        this.logger.error(`a listener of key revocations failed: ${(error as Error).message}`);
+      }
+    }
   }
 }
-
-const toView = (key: SigningKeyEntity): KeyView => ({ kid: key.kid, alg: key.alg, created_at: key.createdAt.toISOString() });

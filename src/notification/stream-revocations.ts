@@ -38,7 +38,7 @@ export class StreamRevocations implements OnModuleInit {
       if ('jti' in revocation) close(this.connections.ofToken(revocation.jti), 'token revoked');
       else close(this.connections.ofGrant(revocation.grantId), 'grant revoked');
     });
-    (this.keys as unknown as { onRevoked?: (listener: (kid: string) => void) => void }).onRevoked?.((kid) => close(this.connections.ofKey(kid), 'signing key revoked')); // TEMP until KeysService.onRevoked lands
+    this.keys.onRevoked((kid) => close(this.connections.ofKey(kid), 'signing key revoked'));
     this.notifications.onClientChanged((clientId) => void this.checkClient(clientId));
     this.listener.onResume(() => void this.checkEveryClient());
   }

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, query } from '../setup/database.js';
 import { type CliResult, runCli as runBuiltCli } from '../setup/processes.js';
+import { startTestApp } from '../setup/test-app.js';
 
 let databaseUrl: string;
 /** An empty working folder, so a developer's `.env` cannot leak into the CLI's configuration. */
@@ -336,8 +337,12 @@ describe('keys:rotate', () => {
   let storedRetiredExpiry: string | undefined;
   let printedRetiredExpiry: string | undefined;
 
+  beforeAll(async () => {
+    // The service creates the first key when it starts; the CLI never does.
+    await (await startTestApp({}, databaseUrl)).close();
+  });
+
   it('signs with a new ES256 key and retires the previous one', async () => {
-    // Every CLI start ensures an active key, so one exists by now.
     const before = await query<{ kid: string }>(databaseUrl, 'SELECT kid FROM signing_keys WHERE retired_at IS NULL');
     expect(before).toHaveLength(1);
 

@@ -1,51 +1,80 @@
-import { createPublicKey } from 'node:crypto';
+import { createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes } from 'node:crypto';
 import type { TestingModule } from '@nestjs/testing';
-import type { JWK } from 'jose';
-import { afterEach, describe, expect, it } from 'vitest';
+import { type JWK, SignJWT } from 'jose';
+import { DataSource } from 'typeorm';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { dataSourceOptions } from '../../src/database/data-source.js';
+import { InvalidJwt, JwtSigner } from '../../src/keys/jwt-signer.service.js';
+import { KeyAdminService } from '../../src/keys/key-admin.service.js';
+import { open } from '../../src/keys/key-encryption.js';
+import { KeysInstanceModule } from '../../src/keys/keys-instance.module.js';
 import { KeysModule } from '../../src/keys/keys.module.js';
+import { KeysRepository } from '../../src/keys/keys.repository.js';
 import { KeysService } from '../../src/keys/keys.service.js';
+import { SigningKeyEntity } from '../../src/keys/signing-key.entity.js';
 import { startTestingModule } from '../factories/testing-module.js';
 import { createTestDatabase, query } from '../setup/database.js';
 
 interface KeyRow {
   kid: string;
   alg: string;
-  private_key_pem: string;
+  private_key_pem: string | null;
+  private_key_encrypted: Buffer | null;
+  retired_lifetime_seconds: number;
   retired_at: Date | null;
   expires_at: Date | null;
+  revoked_at: Date | null;
 }
 
 const PRIVATE_MEMBERS = ['d', 'p', 'q', 'dp', 'dq', 'qi'];
 const RETIRED_KEY_LIFETIME_MS = 3_600_000;
+const KEK = randomBytes(32);
+const OTHER_KEK = randomBytes(32);
+const ISSUER = 'https://id.example';
 
 describe('KeysService', () => {
   const started: TestingModule[] = [];
+  /** A service instance's keys (KeysInstanceModule: what runs at start) on the database at `url`. */
   const start = async (url: string, vars: Record<string, string> = {}) => {
-    const app = await startTestingModule(url, KeysModule, vars);
+    const app = await startTestingModule(url, KeysInstanceModule, vars);
     started.push(app);
-    return app.get(KeysService);
+    return app;
   };
+  const stop = async (app: TestingModule) => {
+    started.splice(started.indexOf(app), 1);
+    await app.close();
+  };
+  const startKeys = async (url: string, vars: Record<string, string> = {}) => (await start(url, vars)).get(KeysService);
   afterEach(async () => {
+    vi.useRealTimers();
+    vi.restoreAllMocks();
     await Promise.all(started.splice(0).map((app) => app.close()));
   });
 
   const storedKeys = (url: string) => query<KeyRow>(url, 'SELECT * FROM signing_keys ORDER BY created_at');
   const activeKeys = async (url: string) => (await storedKeys(url)).filter((key) => key.retired_at === null);
+  const privatePem = (row: KeyRow, kek = KEK) => row.private_key_pem ?? open(kek, row.kid, row.private_key_encrypted!);
 
   /** The JWK holds public members only, and they are the public half of the stored private key. */
   const expectPublicHalfOf = (jwk: JWK, row: KeyRow) => {
     expect(Object.keys(jwk).filter((member) => PRIVATE_MEMBERS.includes(member))).toEqual([]);
     const { kid, alg, use, ...publicMembers } = jwk;
     expect({ kid, alg, use }).toEqual({ kid: row.kid, alg: row.alg, use: 'sig' });
-    expect(createPublicKey(row.private_key_pem).export({ format: 'jwk' })).toEqual(publicMembers);
+    expect(createPublicKey(privatePem(row)).export({ format: 'jwk' })).toEqual(publicMembers);
+  };
+
+  const signAndVerify = async (app: TestingModule) => {
+    const signer = app.get(JwtSigner);
+    const token = await signer.sign({ iss: ISSUER, sub: 'device' }, { typ: 'at+jwt', expiresInSeconds: 60 });
+    return signer.verifyWithKid<{ sub: string }>(token, { typ: 'at+jwt', issuer: ISSUER });
   };
 
   it('starts with exactly one active ES256 key, published without its private part', async () => {
     const url = await createTestDatabase();
-    const keys = await start(url);
+    const keys = await startKeys(url);
     const [active, ...others] = await storedKeys(url);
     expect(others).toEqual([]);
-    expect(active).toMatchObject({ alg: 'ES256', retired_at: null, expires_at: null });
+    expect(active).toMatchObject({ alg: 'ES256', retired_at: null, expires_at: null, revoked_at: null, retired_lifetime_seconds: 3600 });
     const { keys: published } = await keys.jwks();
     expect(published).toHaveLength(1);
     expect(published[0]).toMatchObject({ kty: 'EC', crv: 'P-256', kid: active.kid, alg: 'ES256', use: 'sig' });
@@ -60,12 +89,19 @@ describe('KeysService', () => {
     expect(await storedKeys(url)).toEqual([first]);
   });
 
+  it('creates no key when only KeysModule starts, as in the CLI', async () => {
+    const url = await createTestDatabase();
+    await startTestingModule(url, KeysModule).then((app) => started.push(app));
+    expect(await storedKeys(url)).toEqual([]);
+  });
+
   it('rotates to a new active key, publishing the old one for an hour more', async () => {
     const url = await createTestDatabase();
-    const keys = await start(url);
+    const app = await start(url);
+    const keys = app.get(KeysService);
     const [old] = await storedKeys(url);
     const before = Date.now();
-    const rotated = await keys.rotate();
+    const rotated = await app.get(KeyAdminService).rotate();
     const after = Date.now();
 
     expect(rotated).toMatchObject({ alg: 'ES256', retired: { kid: old.kid } });
@@ -76,26 +112,27 @@ describe('KeysService', () => {
     expect(retired.retired_at!.getTime()).toBeGreaterThanOrEqual(before);
     expect(retired.expires_at!.getTime()).toBeGreaterThanOrEqual(before + RETIRED_KEY_LIFETIME_MS);
     expect(retired.expires_at!.getTime()).toBeLessThanOrEqual(after + RETIRED_KEY_LIFETIME_MS);
-    expect(rotated.retired!.expires_at).toBe(retired.expires_at!.toISOString());
+    expect(rotated.retired.expires_at).toBe(retired.expires_at!.toISOString());
 
     const published = (await keys.jwks()).keys.map((jwk) => jwk.kid);
     expect(published.sort()).toEqual([old.kid, rotated.kid].sort());
+    expect((await signAndVerify(app)).kid).toBe(rotated.kid);
   });
 
   it('drops a retired key from the JWKS once its expires_at has passed', async () => {
     const url = await createTestDatabase();
-    const keys = await start(url);
+    const app = await start(url);
     const [old] = await storedKeys(url);
-    const { kid: current } = await keys.rotate();
+    const { kid: current } = await app.get(KeyAdminService).rotate();
     await query(url, `UPDATE signing_keys SET expires_at = now() - interval '1 second' WHERE kid = $1`, [old.kid]);
-    expect((await keys.jwks()).keys.map((jwk) => jwk.kid)).toEqual([current]);
+    expect((await app.get(KeysService).jwks()).keys.map((jwk) => jwk.kid)).toEqual([current]);
   });
 
   it('replaces an active ES256 key with an RS256 one when started with SIGNING_ALG=RS256', async () => {
     const url = await createTestDatabase();
     await start(url);
     const [es256] = await storedKeys(url);
-    const keys = await start(url, { SIGNING_ALG: 'RS256' });
+    const keys = await startKeys(url, { SIGNING_ALG: 'RS256' });
 
     const [active, ...otherActive] = await activeKeys(url);
     expect(otherActive).toEqual([]);
@@ -112,11 +149,257 @@ describe('KeysService', () => {
     const url = await createTestDatabase();
     // RS256: generating an RSA key takes long enough for the two starts to overlap.
     const vars = { SIGNING_ALG: 'RS256' };
-    const [first, second] = await Promise.all([start(url, vars), start(url, vars)]);
+    const [first, second] = await Promise.all([startKeys(url, vars), startKeys(url, vars)]);
     const stored = await storedKeys(url);
     expect(stored).toHaveLength(1);
     expect(stored[0].retired_at).toBeNull();
     expect((await first.jwks()).keys.map((jwk) => jwk.kid)).toEqual([stored[0].kid]);
     expect((await second.jwks()).keys.map((jwk) => jwk.kid)).toEqual([stored[0].kid]);
+  });
+
+  describe('the lifetime a retired key stays published', () => {
+    it("is stored with the key from the service's longest token lifetime, raised but never lowered by later starts", async () => {
+      const url = await createTestDatabase();
+      await start(url, { CLIENT_TOKEN_TTL: '7200' });
+      expect((await storedKeys(url))[0].retired_lifetime_seconds).toBe(7200);
+      await start(url, { CLIENT_TOKEN_TTL: '600' });
+      expect((await storedKeys(url))[0].retired_lifetime_seconds).toBe(7200);
+      await start(url, { CLIENT_TOKEN_TTL: '10800' });
+      expect((await storedKeys(url))[0].retired_lifetime_seconds).toBe(10800);
+    });
+
+    it("is what a rotation uses, whatever the rotating process's own settings", async () => {
+      const url = await createTestDatabase();
+      await start(url, { CLIENT_TOKEN_TTL: '7200' });
+      const cli = await startTestingModule(url, KeysModule, { CLIENT_TOKEN_TTL: '86400', SIGNING_ALG: 'RS256' });
+      started.push(cli);
+      const before = Date.now();
+      const rotated = await cli.get(KeyAdminService).rotate();
+      expect(rotated.alg).toBe('ES256');
+      expect(Date.parse(rotated.retired.expires_at) - before).toBeGreaterThanOrEqual(7_200_000);
+      expect(Date.parse(rotated.retired.expires_at) - before).toBeLessThan(7_260_000);
+      expect((await activeKeys(url))[0]).toMatchObject({ kid: rotated.kid, alg: 'ES256', retired_lifetime_seconds: 7200 });
+    });
+  });
+
+  describe('encryption at rest with KEYS_ENCRYPTION_KEY', () => {
+    const withKek = (kek = KEK, encoding: BufferEncoding = 'base64') => ({ KEYS_ENCRYPTION_KEY: kek.toString(encoding) });
+
+    it('stores the private key sealed, never as PEM, and still signs and verifies', async () => {
+      const url = await createTestDatabase();
+      const app = await start(url, withKek());
+      const [row] = await storedKeys(url);
+      expect(row.private_key_pem).toBeNull();
+      expect(row.private_key_encrypted!.toString('latin1')).not.toContain('PRIVATE KEY');
+      expect(createPrivateKey(privatePem(row)).asymmetricKeyType).toBe('ec');
+      expect(await signAndVerify(app)).toEqual({ claims: expect.objectContaining({ sub: 'device' }), kid: row.kid });
+    });
+
+    it('works again after a restart with the same KEK, in any of its encodings', async () => {
+      const url = await createTestDatabase();
+      const first = await start(url, withKek(KEK, 'hex'));
+      const signed = await first.get(JwtSigner).sign({ iss: ISSUER }, { typ: 'at+jwt', expiresInSeconds: 60 });
+      await stop(first);
+      const restarted = await start(url, withKek(KEK, 'base64url'));
+      await expect(restarted.get(JwtSigner).verify(signed, { typ: 'at+jwt', issuer: ISSUER })).resolves.toMatchObject({ iss: ISSUER });
+      expect((await signAndVerify(restarted)).kid).toBe((await storedKeys(url))[0].kid);
+      expect(await storedKeys(url)).toHaveLength(1);
+    });
+
+    it('refuses to start over encrypted keys without a KEK, or with another one, naming KEYS_ENCRYPTION_KEY', async () => {
+      const url = await createTestDatabase();
+      await start(url, withKek());
+      const before = await storedKeys(url);
+      const startFailure = (vars: Record<string, string>) => start(url, vars).then(() => null, (error: Error) => error);
+
+      const missing = await startFailure({});
+      expect(missing?.message).toMatch(/^the private signing keys are stored encrypted, but KEYS_ENCRYPTION_KEY is not set/);
+      const wrong = await startFailure(withKek(OTHER_KEK));
+      expect(wrong?.message).toMatch(/^KEYS_ENCRYPTION_KEY does not decrypt the stored private signing keys/);
+      for (const error of [missing, wrong]) {
+        expect(error!.message).not.toMatch(/authenticate|\n/);
+        expect(error!.name).toBe('KeyEncryptionError');
+      }
+      // Nothing replaced, nothing re-sealed.
+      expect(await storedKeys(url)).toEqual(before);
+    });
+
+    it('seals every plain-text key when a KEK is added, keeping the active key', async () => {
+      const url = await createTestDatabase();
+      const plain = await start(url);
+      await plain.get(KeyAdminService).rotate();
+      const signed = await plain.get(JwtSigner).sign({ iss: ISSUER }, { typ: 'at+jwt', expiresInSeconds: 60 });
+      const before = await storedKeys(url);
+      expect(before.map((row) => row.private_key_pem)).toEqual([expect.stringContaining('BEGIN PRIVATE KEY'), expect.stringContaining('BEGIN PRIVATE KEY')]);
+      await stop(plain);
+
+      const sealed = await start(url, withKek());
+      const after = await storedKeys(url);
+      expect(after.map((row) => row.kid)).toEqual(before.map((row) => row.kid));
+      for (const [index, row] of after.entries()) {
+        expect(row.private_key_pem).toBeNull();
+        expect(privatePem(row)).toBe(before[index].private_key_pem);
+      }
+      await expect(sealed.get(JwtSigner).verify(signed, { typ: 'at+jwt', issuer: ISSUER })).resolves.toMatchObject({ iss: ISSUER });
+      expect((await signAndVerify(sealed)).kid).toBe(before[1].kid);
+    });
+
+    it('refuses a rotation without the KEK, or with another one, changing nothing; with it the new key is sealed', async () => {
+      const url = await createTestDatabase();
+      await start(url, withKek());
+      const before = await storedKeys(url);
+      for (const vars of [{}, withKek(OTHER_KEK)]) {
+        const cli = await startTestingModule(url, KeysModule, vars);
+        started.push(cli);
+        await expect(cli.get(KeyAdminService).rotate()).rejects.toThrow(/KEYS_ENCRYPTION_KEY/);
+        expect(await storedKeys(url)).toEqual(before);
+      }
+      const cli = await startTestingModule(url, KeysModule, withKek());
+      started.push(cli);
+      const { kid } = await cli.get(KeyAdminService).rotate();
+      const created = (await storedKeys(url)).find((row) => row.kid === kid)!;
+      expect(created.private_key_pem).toBeNull();
+      expect(privatePem(created)).toContain('BEGIN PRIVATE KEY');
+    });
+  });
+
+  describe('revocation', () => {
+    it('withdraws a retired key at once: out of the JWKS, its tokens refused, cached ones included', async () => {
+      const url = await createTestDatabase();
+      const app = await start(url);
+      const signer = app.get(JwtSigner);
+      const old = await signAndVerify(app);
+      const token = await signer.sign({ iss: ISSUER }, { typ: 'at+jwt', expiresInSeconds: 60 });
+      await signer.verify(token, { typ: 'at+jwt', issuer: ISSUER }); // remembered now
+      const { kid: current } = await app.get(KeyAdminService).rotate();
+
+      const revoked = await app.get(KeyAdminService).revoke(old.kid);
+      expect(revoked).toMatchObject({ kid: old.kid, status: 'revoked', already_revoked: false, replaced_by: null });
+      expect(app.get(KeysService).isRevoked(old.kid)).toBe(true);
+      expect((await app.get(KeysService).jwks()).keys.map((jwk) => jwk.kid)).toEqual([current]);
+      await expect(signer.verify(token, { typ: 'at+jwt', issuer: ISSUER })).rejects.toThrow(InvalidJwt);
+      expect((await signAndVerify(app)).kid).toBe(current);
+    });
+
+    it('replaces a revoked active key with a new one of its algorithm, in the same transaction', async () => {
+      const url = await createTestDatabase();
+      const app = await start(url, { SIGNING_ALG: 'RS256', KEYS_ENCRYPTION_KEY: KEK.toString('hex') });
+      const [active] = await storedKeys(url);
+      const heard: string[] = [];
+      app.get(KeysService).onRevoked((kid) => heard.push(kid));
+
+      const revoked = await app.get(KeyAdminService).revoke(active.kid);
+      expect(revoked.replaced_by).toMatchObject({ kid: expect.any(String), alg: 'RS256' });
+      expect(heard).toEqual([active.kid]);
+      const stored = await storedKeys(url);
+      expect(stored.find((row) => row.kid === active.kid)).toMatchObject({ revoked_at: expect.any(Date), retired_at: expect.any(Date) });
+      const [replacement] = stored.filter((row) => row.retired_at === null);
+      expect(replacement).toMatchObject({ kid: revoked.replaced_by!.kid, alg: 'RS256', private_key_pem: null });
+      expect((await signAndVerify(app)).kid).toBe(replacement.kid);
+    });
+
+    it('answers an unknown kid with not_found, and a second revocation as a no-op success', async () => {
+      const url = await createTestDatabase();
+      const app = await start(url);
+      const admin = app.get(KeyAdminService);
+      await expect(admin.revoke('no-such-kid')).rejects.toMatchObject({ code: 'not_found', message: 'no signing key with kid "no-such-kid"' });
+      const [active] = await storedKeys(url);
+      const first = await admin.revoke(active.kid);
+      const again = await admin.revoke(active.kid);
+      expect(again).toEqual({ ...first, already_revoked: true, replaced_by: null });
+      expect(await activeKeys(url)).toHaveLength(1);
+    });
+
+    it('lists every key with its status and public facts only', async () => {
+      const url = await createTestDatabase();
+      const app = await start(url, { KEYS_ENCRYPTION_KEY: KEK.toString('hex') });
+      const admin = app.get(KeyAdminService);
+      const [first] = await storedKeys(url);
+      const { kid: second } = await admin.rotate();
+      const { kid: third } = await admin.rotate();
+      await admin.revoke(second);
+      await query(url, `UPDATE signing_keys SET expires_at = now() - interval '1 second' WHERE kid = $1`, [first.kid]);
+
+      const listed = await admin.list();
+      expect(listed.map(({ kid, status }) => ({ kid, status }))).toEqual([
+        { kid: third, status: 'active' },
+        { kid: second, status: 'revoked' },
+        { kid: first.kid, status: 'expired' },
+      ]);
+      for (const view of listed) {
+        expect(Object.keys(view).sort()).toEqual(['alg', 'created_at', 'expires_at', 'kid', 'retired_at', 'revoked_at', 'status']);
+      }
+    });
+  });
+
+  it('reads public columns only for the JWKS and the key list (a role that may not read private ones can serve them)', async () => {
+    const url = await createTestDatabase();
+    await start(url);
+    const role = `jwks_reader_${randomBytes(4).toString('hex')}`;
+    const password = randomBytes(12).toString('hex');
+    await query(url, `CREATE ROLE ${role} LOGIN PASSWORD '${password}'`);
+    await query(url, `GRANT SELECT (kid, alg, public_jwk, retired_lifetime_seconds, created_at, retired_at, expires_at, revoked_at) ON signing_keys TO ${role}`);
+    const restricted = new URL(url);
+    restricted.username = role;
+    restricted.password = password;
+    const dataSource = await new DataSource({ ...(await dataSourceOptions(restricted.toString(), 1)), entities: [SigningKeyEntity] }).initialize();
+    try {
+      const repository = new KeysRepository(dataSource);
+      expect(await repository.findPublishedJwks()).toHaveLength(1);
+      expect(await repository.findAllFacts()).toHaveLength(1);
+      await expect(repository.findLive()).rejects.toThrow(/permission denied/);
+    } finally {
+      await dataSource.destroy();
+      await query(url, `REVOKE ALL ON signing_keys FROM ${role}`);
+      await query(url, `DROP ROLE ${role}`);
+    }
+  });
+
+  it('undoes its migration only without encrypted keys, forgetting revoked keys rather than publishing them again', async () => {
+    const url = await createTestDatabase();
+    const sealed = await start(url, { KEYS_ENCRYPTION_KEY: KEK.toString('hex') });
+    await stop(sealed);
+    const dataSource = await new DataSource(await dataSourceOptions(url, 1)).initialize();
+    const undoThroughKeyEncryption = async () => {
+      while ((await query<{ name: string }>(url, 'SELECT name FROM migrations ORDER BY id DESC LIMIT 1'))[0].name !== 'SigningKeyEncryption1795270000000') {
+        await dataSource.undoLastMigration({ transaction: 'each' });
+      }
+      await dataSource.undoLastMigration({ transaction: 'each' });
+    };
+    try {
+      await expect(undoThroughKeyEncryption()).rejects.toThrow(/encrypted with KEYS_ENCRYPTION_KEY/);
+      expect((await storedKeys(url))[0].private_key_encrypted).toEqual(expect.any(Buffer));
+
+      await query(url, 'DELETE FROM signing_keys');
+      const plain = await start(url);
+      const [revoked] = await storedKeys(url);
+      await plain.get(KeyAdminService).revoke(revoked.kid);
+      await stop(plain);
+      await undoThroughKeyEncryption();
+      const left = await query<Record<string, unknown>>(url, 'SELECT * FROM signing_keys');
+      expect(left.map((row) => row.kid)).not.toContain(revoked.kid);
+      expect(Object.keys(left[0]).sort()).toEqual(['alg', 'created_at', 'expires_at', 'kid', 'private_key_pem', 'public_jwk', 'retired_at']);
+    } finally {
+      await dataSource.destroy();
+    }
+  });
+
+  it('reloads the keys once for many concurrent tokens with an unknown kid', async () => {
+    const url = await createTestDatabase();
+    const app = await start(url);
+    await signAndVerify(app); // the ring is loaded
+    vi.useFakeTimers({ toFake: ['Date'] });
+    vi.setSystemTime(Date.now() + 6_000); // past the unknown-kid reload limit, within the ring's lifetime
+    const reads = vi.spyOn(app.get(KeysRepository), 'findLive');
+
+    const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+    const forged = await Promise.all(
+      Array.from({ length: 10 }, (_, index) =>
+        new SignJWT({ iss: ISSUER }).setProtectedHeader({ alg: 'ES256', typ: 'at+jwt', kid: `unknown-${index}` }).setExpirationTime('1m').sign(privateKey),
+      ),
+    );
+    const outcomes = await Promise.allSettled(forged.map((token) => app.get(JwtSigner).verify(token, { typ: 'at+jwt', issuer: ISSUER })));
+    expect(outcomes.map((outcome) => outcome.status)).toEqual(Array(10).fill('rejected'));
+    expect(reads).toHaveBeenCalledTimes(1);
   });
 });

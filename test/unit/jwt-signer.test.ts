@@ -4,16 +4,18 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { InvalidJwt, JwtSigner } from '../../src/keys/jwt-signer.service.js';
 import type { KeysService } from '../../src/keys/keys.service.js';
 
-/** A signer over one real ES256 key, with a spy on the signature check. */
+/** A signer over one real ES256 key, with a spy on the signature check and a set of revoked kids. */
 function signer() {
   const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+  const revoked = new Set<string>();
   const keys = {
     signingKey: async () => ({ kid: 'k1', alg: 'ES256' as const, privateKey }),
-    verificationKey: async (kid: string) => (kid === 'k1' ? { alg: 'ES256' as const, publicKey } : undefined),
+    verificationKey: async (kid: string) => (kid === 'k1' && !revoked.has(kid) ? { alg: 'ES256' as const, publicKey } : undefined),
+    isRevoked: (kid: string) => revoked.has(kid),
   } as unknown as KeysService;
   const jwt = new JwtService();
   const check = vi.spyOn(jwt, 'verifyAsync');
-  return { signer: new JwtSigner(jwt, keys), check };
+  return { signer: new JwtSigner(jwt, keys), check, revoked };
 }
 
 describe('JwtSigner.verify', () => {
@@ -47,5 +49,23 @@ describe('JwtSigner.verify', () => {
     const forged = `${token.slice(0, -4)}AAAA`;
     for (let attempt = 0; attempt < 2; attempt++) await expect(jwts.verify(forged, { typ: 'at+jwt' })).rejects.toThrow(InvalidJwt);
     expect(check).toHaveBeenCalledTimes(2);
+  });
+
+  it('tells which key signed a token, from the cache too', async () => {
+    const { signer: jwts } = signer();
+    const token = await jwts.sign({ sub: 'device' }, { typ: 'at+jwt', expiresInSeconds: 60 });
+    for (let attempt = 0; attempt < 2; attempt++) {
+      await expect(jwts.verifyWithKid(token, { typ: 'at+jwt' })).resolves.toEqual({ claims: expect.objectContaining({ sub: 'device' }), kid: 'k1' });
+    }
+  });
+
+  it("refuses a remembered token as soon as its key is revoked, without checking its signature again", async () => {
+    const { signer: jwts, check, revoked } = signer();
+    const token = await jwts.sign({ sub: 'device' }, { typ: 'at+jwt', expiresInSeconds: 60 });
+    await jwts.verify(token, { typ: 'at+jwt' });
+    revoked.add('k1');
+    await expect(jwts.verify(token, { typ: 'at+jwt' })).rejects.toThrow('signing key revoked');
+    await expect(jwts.verify(token, { typ: 'at+jwt' })).rejects.toThrow(InvalidJwt);
+    expect(check).toHaveBeenCalledTimes(1);
   });
 });

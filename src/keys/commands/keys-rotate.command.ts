@@ -1,10 +1,13 @@
 import { Command, CommandRunner } from 'nest-commander';
 import { printJson } from '../../common/cli/output.js';
-import { KeysService } from '../keys.service.js';
+import { KeyAdminService } from '../key-admin.service.js';
 
-@Command({ name: 'keys:rotate', description: 'sign with a new key; the old one stays in the JWKS until its tokens expire' })
+@Command({
+  name: 'keys:rotate',
+  description: "sign with a new key of the active key's algorithm; the old one stays in the JWKS until its tokens expire",
+})
 export class KeysRotateCommand extends CommandRunner {
-  constructor(private readonly keys: KeysService) {
+  constructor(private readonly keys: KeyAdminService) {
     super();
   }
 

@@ -1,0 +1,18 @@
+import { Command, CommandRunner } from 'nest-commander';
+import { printJson } from '../../common/cli/output.js';
+import { KeyAdminService } from '../key-admin.service.js';
+
+@Command({
+  name: 'keys:revoke',
+  arguments: '<kid>',
+  description: 'withdraw a (stolen) key at once: out of the JWKS, its tokens refused everywhere; an active key is replaced',
+})
+export class KeysRevokeCommand extends CommandRunner {
+  constructor(private readonly keys: KeyAdminService) {
+    super();
+  }
+
+  async run([kid]: string[]): Promise<void> {
+    printJson(await this.keys.revoke(kid));
+  }
+}

@@ -1,0 +1,42 @@
+import { Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
+import { PgListener } from '../database/pg-listener.service.js';
+import { KEY_REVOKED_CHANNEL } from './key-store.js';
+import { KeysService } from './keys.service.js';
+
+const RELOAD_RETRY_MS = 5_000;
+
+/**
+ * Tells this instance's KeysService of every keys:revoke, wherever it ran. NOTIFY only wakes: a
+ * notice sent while the listener was down is lost, so after every (re)connection the keys and
+ * the revoked kids are read again, until that read succeeds.
+ */
+@Injectable()
+export class KeyRevocationListener implements OnApplicationShutdown {
+  private readonly logger = new Logger(KeyRevocationListener.name);
+  private retry?: NodeJS.Timeout;
+
+  constructor(
+    listener: PgListener,
+    private readonly keys: KeysService,
+  ) {
+    // Subscribed in the constructor: the listener connects during bootstrap.
+    listener.on(KEY_REVOKED_CHANNEL, (kid) => {
+      if (kid) keys.keyRevoked(kid);
+    });
+    listener.onResume(() => void this.catchUp());
+  }
+
+  onApplicationShutdown(): void {
+    clearTimeout(this.retry);
+  }
+
+  private async catchUp(): Promise<void> {
+    clearTimeout(this.retry);
+    try {
+      await this.keys.refresh();
+    } catch (error) {
+      this.logger.warn(`could not read the signing keys after reconnecting (${(error as Error).message}); retrying`);
+      this.retry = setTimeout(() => void this.catchUp(), RELOAD_RETRY_MS).unref();
+    }
+  }
+}

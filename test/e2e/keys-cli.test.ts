@@ -1,0 +1,191 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase, query } from '../setup/database.js';
+import { freePort } from '../setup/free-port.js';
+import { type CliResult, runCli as runBuiltCli, spawnService } from '../setup/processes.js';
+import { startTestApp } from '../setup/test-app.js';
+
+/** An empty working folder, so a developer's `.env` cannot leak into the CLI's configuration. */
+let cwd: string;
+beforeAll(async () => {
+  cwd = await mkdtemp(join(tmpdir(), 'voyage-connect-keys-cli-'));
+});
+afterAll(async () => {
+  if (cwd) await rm(cwd, { recursive: true, force: true });
+});
+
+/** The built admin CLI against `databaseUrl`, one process per command, with `env` as its only settings. */
+const runCli = (databaseUrl: string, args: string[], env: Record<string, string> = {}) =>
+  runBuiltCli(args, { cwd, env: { DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn', ...env } });
+
+/** A database a service has started on (and created its first key in), with the service's settings. */
+async function serviceDatabase(vars: Record<string, string> = {}): Promise<string> {
+  const app = await startTestApp(vars);
+  await app.close();
+  return app.databaseUrl;
+}
+
+interface KeyRow {
+  kid: string;
+  alg: string;
+  private_key_pem: string | null;
+  private_key_encrypted: Buffer | null;
+  retired_lifetime_seconds: number;
+  retired_at: Date | null;
+  expires_at: Date | null;
+  revoked_at: Date | null;
+}
+const storedKeys = (url: string) => query<KeyRow>(url, 'SELECT * FROM signing_keys ORDER BY created_at');
+
+function parseSuccess<T>(result: CliResult): T {
+  expect(result, result.stderr).toMatchObject({ code: 0, signal: null });
+  return JSON.parse(result.stdout) as T;
+}
+
+function expectFailure(result: CliResult, message: RegExp): void {
+  expect(result, `stdout: ${result.stdout}\nstderr: ${result.stderr}`).toMatchObject({ code: 1, signal: null, stdout: '' });
+  expect(result.stderr).toMatch(/^error: [^\n]+\n$/);
+  expect(result.stderr).toMatch(message);
+}
+
+const KEK = randomBytes(32).toString('base64');
+const OTHER_KEK = randomBytes(32).toString('hex');
+
+describe('a CLI command never creates or replaces keys implicitly', () => {
+  it('leaves an empty key table empty', async () => {
+    const url = await createTestDatabase();
+    parseSuccess(await runCli(url, ['client:list']));
+    expect(await storedKeys(url)).toEqual([]);
+  });
+
+  it('leaves the ES256 active key of a service alone when its own SIGNING_ALG is RS256', async () => {
+    const url = await serviceDatabase();
+    const before = await storedKeys(url);
+    expect(before).toMatchObject([{ alg: 'ES256', retired_at: null }]);
+    parseSuccess(await runCli(url, ['client:list'], { SIGNING_ALG: 'RS256', CLIENT_TOKEN_TTL: '86400' }));
+    expect(await storedKeys(url)).toEqual(before);
+  });
+});
+
+describe('keys:rotate', () => {
+  it("keeps the stored algorithm and lifetime, not the CLI's SIGNING_ALG and CLIENT_TOKEN_TTL", async () => {
+    const url = await serviceDatabase({ CLIENT_TOKEN_TTL: '7200' });
+    const [old] = await storedKeys(url);
+    const before = Date.now();
+    const rotated = parseSuccess<{ kid: string; alg: string; retired: { kid: string; expires_at: string } }>(
+      await runCli(url, ['keys:rotate'], { SIGNING_ALG: 'RS256', CLIENT_TOKEN_TTL: '86400' }),
+    );
+    expect(rotated).toMatchObject({ alg: 'ES256', retired: { kid: old.kid } });
+    const lifetime = Date.parse(rotated.retired.expires_at) - before;
+    expect(lifetime).toBeGreaterThanOrEqual(7_200_000 - 1_000);
+    expect(lifetime).toBeLessThan(7_200_000 + 60_000);
+    const stored = await storedKeys(url);
+    expect(stored.find((row) => row.kid === rotated.kid)).toMatchObject({ alg: 'ES256', retired_at: null, retired_lifetime_seconds: 7200 });
+  });
+
+  it('fails on a database no service has started on', async () => {
+    const url = await createTestDatabase();
+    expectFailure(await runCli(url, ['keys:rotate']), /^error: no active signing key to rotate/);
+  });
+
+  it('needs the KEK over encrypted keys: without it or with another one it fails and changes nothing', async () => {
+    const url = await serviceDatabase({ KEYS_ENCRYPTION_KEY: KEK });
+    const before = await storedKeys(url);
+    expectFailure(await runCli(url, ['keys:rotate']), /KEYS_ENCRYPTION_KEY is not set/);
+    expectFailure(await runCli(url, ['keys:rotate'], { KEYS_ENCRYPTION_KEY: OTHER_KEK }), /KEYS_ENCRYPTION_KEY does not decrypt/);
+    expect(await storedKeys(url)).toEqual(before);
+
+    const rotated = parseSuccess<{ kid: string }>(await runCli(url, ['keys:rotate'], { KEYS_ENCRYPTION_KEY: KEK }));
+    const created = (await storedKeys(url)).find((row) => row.kid === rotated.kid)!;
+    expect(created).toMatchObject({ private_key_pem: null, private_key_encrypted: expect.any(Buffer) });
+  });
+});
+
+describe('keys:list and keys:revoke', () => {
+  let url: string;
+  beforeAll(async () => {
+    url = await serviceDatabase({ KEYS_ENCRYPTION_KEY: KEK });
+  });
+
+  it('keys:list prints public facts only', async () => {
+    const [row] = await storedKeys(url);
+    const run = await runCli(url, ['keys:list']);
+    const listed = parseSuccess<Record<string, unknown>[]>(run);
+    expect(listed).toEqual([
+      {
+        kid: row.kid,
+        alg: 'ES256',
+        status: 'active',
+        created_at: expect.any(String),
+        retired_at: null,
+        expires_at: null,
+        revoked_at: null,
+      },
+    ]);
+    const output = run.stdout + run.stderr;
+    expect(output).not.toMatch(/PRIVATE KEY|"d"|private/i);
+    expect(output).not.toContain(row.private_key_encrypted!.toString('base64'));
+    expect(output).not.toContain(row.private_key_encrypted!.toString('hex'));
+  });
+
+  it('keys:revoke of an unknown kid fails naming it', async () => {
+    expectFailure(await runCli(url, ['keys:revoke', 'no-such-kid']), /^error: no signing key with kid "no-such-kid"\n$/);
+  });
+
+  it('keys:revoke of the active key replaces it, and a second revocation succeeds without changing anything', async () => {
+    const [active] = await storedKeys(url);
+    const revoked = parseSuccess<{ kid: string; status: string; already_revoked: boolean; replaced_by: { kid: string; alg: string } | null }>(
+      await runCli(url, ['keys:revoke', active.kid], { KEYS_ENCRYPTION_KEY: KEK }),
+    );
+    expect(revoked).toMatchObject({ kid: active.kid, status: 'revoked', already_revoked: false, replaced_by: { alg: 'ES256' } });
+    const after = await storedKeys(url);
+    const again = parseSuccess<{ already_revoked: boolean; revoked_at: string }>(await runCli(url, ['keys:revoke', active.kid]));
+    expect(again).toMatchObject({ already_revoked: true, replaced_by: null });
+    expect(await storedKeys(url)).toEqual(after);
+    const listed = parseSuccess<{ kid: string; status: string }[]>(await runCli(url, ['keys:list']));
+    expect(listed.map(({ kid, status }) => ({ kid, status }))).toEqual([
+      { kid: revoked.replaced_by!.kid, status: 'active' },
+      { kid: active.kid, status: 'revoked' },
+    ]);
+  });
+
+  it('keys:revoke of an active encrypted key needs the KEK for its replacement, and changes nothing without it', async () => {
+    const [active] = (await storedKeys(url)).filter((row) => row.retired_at === null);
+    const before = await storedKeys(url);
+    expectFailure(await runCli(url, ['keys:revoke', active.kid]), /KEYS_ENCRYPTION_KEY is not set/);
+    expect(await storedKeys(url)).toEqual(before);
+  });
+});
+
+describe('the built service over encrypted keys', () => {
+  it('refuses to start without the right KEK, with one clear line naming KEYS_ENCRYPTION_KEY', async () => {
+    const url = await serviceDatabase({ KEYS_ENCRYPTION_KEY: KEK });
+    const env = { DATABASE_URL: url, PORT: String(await freePort()), HOST: '127.0.0.1', LOG_LEVEL: 'info', LOG_REQUESTS: 'false' };
+    for (const [kek, message] of [
+      ['', /KEYS_ENCRYPTION_KEY is not set/],
+      [OTHER_KEK, /KEYS_ENCRYPTION_KEY does not decrypt the stored private signing keys/],
+    ] as const) {
+      const service = spawnService({ ...env, KEYS_ENCRYPTION_KEY: kek });
+      const deadline = setTimeout(() => service.child.kill('SIGKILL'), 20_000); // a service that started after all
+      expect(await service.exited).toBe(1);
+      clearTimeout(deadline);
+      const lines = service.output().split('\n').filter(Boolean).map((line) => JSON.parse(line) as { level: string; msg: string; err?: { message: string } });
+      const failures = lines.filter((line) => line.level === 'error' || line.level === 'fatal');
+      expect(failures).toHaveLength(1);
+      expect(failures[0].err?.message).toMatch(message);
+      expect(service.output()).not.toMatch(/unable to authenticate/i);
+    }
+  });
+
+  it('logs one warning when it runs without a KEK, and none with one', async () => {
+    const plain = await startTestApp();
+    const sealed = await startTestApp({ KEYS_ENCRYPTION_KEY: KEK });
+    await Promise.all([plain.close(), sealed.close()]);
+    const warnings = (logs: Record<string, unknown>[]) => logs.filter((line) => /KEYS_ENCRYPTION_KEY/.test(String(line.msg)));
+    expect(warnings(plain.logs)).toEqual([expect.objectContaining({ level: 'warn', msg: 'KEYS_ENCRYPTION_KEY is not set: private signing keys are stored unencrypted' })]);
+    expect(warnings(sealed.logs)).toEqual([]);
+  });
+});
