@@ -61,6 +61,8 @@ export class KeyAdminService {
    * changes nothing and succeeds (the notice goes out again), so the command can simply be re-run.
    */
   async revoke(kid: string): Promise<RevokeResult> {
+    // kids are JWK thumbprints (RFC 7638): anything else, NUL included, is no key, asked without a query.
+    if (!/^[\x21-\x7e]{1,256}$/.test(kid)) throw notFound(`no signing key with kid ${JSON.stringify(kid)}`);
     const result = await this.repository.withKeyLock(async (store) => {
       const key = await store.findByKid(kid);
       if (!key) throw notFound(`no signing key with kid "${kid}"`);

@@ -77,7 +77,9 @@ export class LoginThrottle {
            `CASE WHEN f.last_failure_at > now() - make_interval(secs => ${WINDOW_SECONDS}) THEN f.failures + 1 ELSE 1 END`,
            `(SELECT free FROM keys WHERE keys.key = f.key)`,
          )}
-       WHERE f.blocked_until <= now()
+       -- clock_timestamp(), not now(): a parallel attempt that made this statement wait on the row
+       -- may have started later, so its blocked_until (its own now()) can lie after this one's now().
+       WHERE f.blocked_until <= clock_timestamp()
        RETURNING key`,
       [keys.username, addressPrefix(keys.address)],
     );

@@ -135,6 +135,11 @@ describe('keys:list and keys:revoke', () => {
     expectFailure(await runCli(url, ['keys:revoke', 'no-such-kid']), /^error: no signing key with kid "no-such-kid"\n$/);
   });
 
+  it('keys:revoke of a kid with control characters or of 10,000 characters fails the same way', async () => {
+    expectFailure(await runCli(url, ['keys:revoke', 'a\u0001b']), /^error: no signing key with kid "a\\u0001b"\n$/);
+    expectFailure(await runCli(url, ['keys:revoke', 'k'.repeat(10_000)]), /^error: no signing key with kid "k{10000}"\n$/);
+  });
+
   it('keys:revoke of the active key replaces it, and a second revocation succeeds without changing anything', async () => {
     const [active] = await storedKeys(url);
     const revoked = parseSuccess<{ kid: string; status: string; already_revoked: boolean; replaced_by: { kid: string; alg: string } | null }>(
