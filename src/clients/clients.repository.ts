@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import type { Repository } from 'typeorm';
+import type { QueryDeepPartialEntity, Repository } from 'typeorm';
 import { conflict, isUniqueViolation } from '../common/errors/app-error.js';
 import { PgListener } from '../database/pg-listener.service.js';
 import { ClientEntity } from './client.entity.js';
@@ -26,6 +26,12 @@ export class ClientsRepository {
    * as it was before the change, so it is returned but not cached.
    */
   private generation = 0;
+  /**
+   * When each loaded client's previous secret stops working, on this process's monotonic clock:
+   * PostgreSQL says how long it has left when the row is read, so instances whose wall clocks
+   * disagree still agree on the end of the overlap.
+   */
+  private readonly previousSecretDeadlines = new WeakMap<ClientEntity, number>();
 
   constructor(
     @InjectRepository(ClientEntity) private readonly clients: Repository<ClientEntity>,
@@ -50,9 +56,28 @@ export class ClientsRepository {
     const cached = this.cache.get(id);
     if (cached && Date.now() - cached.loadedAt < CACHE_TTL_MS) return cached.client;
     const generation = this.generation;
-    const client = await this.clients.findOneBy({ id });
+    const client = await this.load(id);
     if (client && generation === this.generation) this.cache.set(id, { client, loadedAt: Date.now() });
     else if (!client) this.cache.delete(id);
+    return client;
+  }
+
+  /** Whether a client returned by findById still accepts its previous secret. */
+  acceptsPreviousSecret(client: ClientEntity): boolean {
+    return client.previousSecretHash !== null && (this.previousSecretDeadlines.get(client) ?? 0) > performance.now();
+  }
+
+  private async load(id: string): Promise<ClientEntity | null> {
+    const {
+      entities: [client],
+      raw: [row],
+    } = await this.clients
+      .createQueryBuilder('client')
+      .addSelect('extract(epoch FROM client.previous_secret_expires_at - now()) * 1000', 'previous_secret_left_ms')
+      .where('client.id = :id', { id })
+      .getRawAndEntities<{ previous_secret_left_ms: string | null }>();
+    if (!client) return null;
+    this.previousSecretDeadlines.set(client, performance.now() + Number(row.previous_secret_left_ms ?? 0));
     return client;
   }
 
@@ -64,7 +89,7 @@ export class ClientsRepository {
    * Updates the given columns and returns the new row, or null when no client has this id. Every
    * instance hears of it (the gateway closes a disabled client's streams).
    */
-  async update(id: string, changes: Partial<Pick<ClientEntity, 'enabled' | 'secretHash' | 'previousSecretHash' | 'previousSecretExpiresAt'>>) {
+  async update(id: string, changes: QueryDeepPartialEntity<Pick<ClientEntity, 'enabled' | 'secretHash' | 'previousSecretHash' | 'previousSecretExpiresAt'>>) {
     const updated = await this.clients.manager.transaction(async (manager) => {
       const result = await manager.update(ClientEntity, { id }, changes);
       if (!result.affected) return null;

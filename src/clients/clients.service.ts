@@ -69,7 +69,8 @@ export class ClientsService {
     const client = await this.clients.update(id, {
       secretHash: hashClientSecret(secret),
       previousSecretHash: current.secretHash,
-      previousSecretExpiresAt: new Date(Date.now() + this.env.CLIENT_SECRET_OVERLAP * 1000),
+      // By PostgreSQL's clock, like every expiry (see ClientsRepository.acceptsPreviousSecret).
+      previousSecretExpiresAt: () => `now() + make_interval(secs => ${this.env.CLIENT_SECRET_OVERLAP})`,
     });
     return { ...toView(client ?? current), client_secret: secret };
   }
@@ -94,10 +95,7 @@ export class ClientsService {
     const client = await this.clients.findById(id);
     if (!client) return null;
     const current = secretMatchesHash(secret, client.secretHash);
-    const previous =
-      client.previousSecretHash !== null &&
-      secretMatchesHash(secret, client.previousSecretHash) &&
-      (client.previousSecretExpiresAt?.getTime() ?? 0) > Date.now();
+    const previous = client.previousSecretHash !== null && secretMatchesHash(secret, client.previousSecretHash) && this.clients.acceptsPreviousSecret(client);
     return client.enabled && (current || previous) ? client : null;
   }
 

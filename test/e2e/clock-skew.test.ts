@@ -1,4 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { ClientsService } from '../../src/clients/clients.service.js';
+import { clientToken } from '../factories/notification.factory.js';
 import { createClient, createUser, type TestClient } from '../factories/oauth.factory.js';
 import { issueTokens, LOOPBACK_PATTERN, LOOPBACK_REDIRECT, type PortalUser, refresh } from '../factories/token-flow.factory.js';
 import { query } from '../setup/database.js';
@@ -12,7 +14,7 @@ describe('expiries by the database clock', () => {
   let user: PortalUser;
 
   beforeAll(async () => {
-    app = await startTestApp({ AUTH_CODE_TTL: '30', REFRESH_TOKEN_TTL: '60', CODE_POLL_MIN_INTERVAL: '0' });
+    app = await startTestApp({ AUTH_CODE_TTL: '30', REFRESH_TOKEN_TTL: '60', CODE_POLL_MIN_INTERVAL: '0', CLIENT_SECRET_OVERLAP: '60' });
     client = await createClient(app, { redirectPatterns: [LOOPBACK_PATTERN] });
     user = await createUser(app);
   });
@@ -33,6 +35,25 @@ describe('expiries by the database clock', () => {
     const tokens = await issueTokens(app, client, user, { redirectUrl: LOOPBACK_REDIRECT });
     vi.useRealTimers();
     expect(await remainingLifetime(app, tokens.refresh_token)).toBeLessThanOrEqual(60);
+  });
+
+  it('keeps a rotated-out client secret working for its overlap when the rotating process runs two minutes behind', async () => {
+    const rotated = await createClient(app, { grants: ['client_credentials'] });
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.now() - 120_000, shouldAdvanceTime: true });
+    const { client_secret } = await app.get(ClientsService).rotateSecret(rotated.id);
+    vi.useRealTimers();
+    // Read by an instance with the right time (this one, now): the old secret is still within its 60 s.
+    expect(await clientToken(app, rotated)).toBeTruthy();
+    expect(await clientToken(app, { ...rotated, secret: client_secret })).toBeTruthy();
+  });
+
+  it('ends the overlap of a rotated-out secret by the database clock when the rotating process runs two minutes ahead', async () => {
+    const rotated = await createClient(app, { grants: ['client_credentials'] });
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.now() + 120_000, shouldAdvanceTime: true });
+    await app.get(ClientsService).rotateSecret(rotated.id);
+    vi.useRealTimers();
+    const [row] = await query<{ left: number }>(app.databaseUrl, 'SELECT extract(epoch FROM previous_secret_expires_at - now())::int AS left FROM clients WHERE id = $1', [rotated.id]);
+    expect(row.left).toBeLessThanOrEqual(60);
   });
 });
 
