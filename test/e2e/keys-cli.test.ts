@@ -3,7 +3,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, query } from '../setup/database.js';
+import { storedKeys } from '../factories/signing-keys.factory.js';
+import { createTestDatabase } from '../setup/database.js';
 import { freePort } from '../setup/free-port.js';
 import { type CliResult, runCli as runBuiltCli, spawnService } from '../setup/processes.js';
 import { startTestApp } from '../setup/test-app.js';
@@ -28,17 +29,6 @@ async function serviceDatabase(vars: Record<string, string> = {}): Promise<strin
   return app.databaseUrl;
 }
 
-interface KeyRow {
-  kid: string;
-  alg: string;
-  private_key_pem: string | null;
-  private_key_encrypted: Buffer | null;
-  retired_lifetime_seconds: number;
-  retired_at: Date | null;
-  expires_at: Date | null;
-  revoked_at: Date | null;
-}
-const storedKeys = (url: string) => query<KeyRow>(url, 'SELECT * FROM signing_keys ORDER BY created_at');
 
 function parseSuccess<T>(result: CliResult): T {
   expect(result, result.stderr).toMatchObject({ code: 0, signal: null });

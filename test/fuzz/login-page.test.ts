@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, it } from 'vitest';
+import { describe, it } from 'vitest';
 import {
   confusedBody,
   envelope,
@@ -20,9 +20,8 @@ import {
   sampleOf,
   withBody,
 } from './support/arbitraries.js';
-import { expectProcessAlive, FuzzSession, type StoreRule, TEST_TIMEOUT_MS } from './support/fuzz.js';
+import { fuzzFile, type StoreRule, TEST_TIMEOUT_MS } from './support/fuzz.js';
 import type { FuzzRequest, HeaderValue } from './support/requests.js';
-import { World } from './support/world.js';
 
 /** The login page (GET and POST /sso/authorize) under generated input. */
 
@@ -139,19 +138,9 @@ const submitExamples: FuzzRequest[] = [
 ];
 
 describe('fuzz: login page', () => {
-  let world: World;
-  let fuzz: FuzzSession;
+  const fuzz = fuzzFile('login-page');
   /** Failed logins are throttled per username and address; each attempt starts unthrottled so the password check is reached. */
-  const unthrottled = () => world.resetLoginThrottle();
-
-  beforeAll(async () => {
-    world = await World.start();
-    fuzz = new FuzzSession('login-page', world);
-  });
-  afterAll(async () => {
-    await fuzz?.summarize();
-    await world?.app.close();
-  });
+  const unthrottled = () => fuzz.world.resetLoginThrottle();
 
   it('answers any sign-in link below 500, in time, storing nothing', () => fuzz.checkRequests(pageRequest, { stores: () => [], examples: pageExamples }), TEST_TIMEOUT_MS);
 
@@ -159,8 +148,5 @@ describe('fuzz: login page', () => {
 
   it('answers odd methods, path tricks, odd headers, wrong media types and big bodies on the login page', () => fuzz.checkRequests(envelopes, { stores: signedIn, beforeEach: unthrottled, examples: [...envelopeExamples(PAGE, PAGE_TEMPLATE), ...envelopeExamples(SUBMIT, SUBMIT_TEMPLATE)] }), TEST_TIMEOUT_MS);
 
-  it('still serves the normal flows afterwards, and the process never saw an uncaught error', async () => {
-    await world.normalFlowStillWorks();
-    expectProcessAlive();
-  });
+  it('still serves the normal flows afterwards, and the process never saw an uncaught error', () => fuzz.expectServiceStillWorks());
 });

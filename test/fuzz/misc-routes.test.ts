@@ -1,9 +1,8 @@
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, it } from 'vitest';
+import { describe, it } from 'vitest';
 import { envelope, envelopeExamples, FORM, fieldValue, headerText, JSON_TYPE, oddHeaders, pathTrick, queryOf, type RouteTemplate } from './support/arbitraries.js';
-import { expectProcessAlive, FUZZ_RUNS, FuzzSession, TEST_TIMEOUT_MS } from './support/fuzz.js';
+import { FUZZ_RUNS, fuzzFile, TEST_TIMEOUT_MS } from './support/fuzz.js';
 import type { FuzzRequest, HeaderValue } from './support/requests.js';
-import { World } from './support/world.js';
 
 /**
  * The routes without a surface of their own (JWKS, metadata, health, metrics, docs, unknown
@@ -102,17 +101,7 @@ const readOnlyExamples: FuzzRequest[] = Object.entries(READ_ONLY).flatMap(([rout
 const everyRouteEnvelope = fc.constantFrom(...Object.entries(EVERY_ROUTE)).chain(([route, template]) => envelope(route, template));
 
 describe('fuzz: every route (well-known, health, metrics, docs, and the envelope of all)', () => {
-  let world: World;
-  let fuzz: FuzzSession;
-
-  beforeAll(async () => {
-    world = await World.start();
-    fuzz = new FuzzSession('misc-routes', world);
-  });
-  afterAll(async () => {
-    await fuzz?.summarize();
-    await world?.app.close();
-  });
+  const fuzz = fuzzFile('misc-routes');
 
   it('answers the read-only routes below 500, in time, storing nothing', () => fuzz.checkRequests(readOnlyRequest, { stores: () => [], examples: readOnlyExamples }), TEST_TIMEOUT_MS);
 
@@ -120,8 +109,5 @@ describe('fuzz: every route (well-known, health, metrics, docs, and the envelope
 
   it('answers odd methods, path tricks, odd headers, wrong media types and big bodies on every route', () => fuzz.checkRequests(everyRouteEnvelope, { runs: 3 * FUZZ_RUNS, examples: Object.entries(EVERY_ROUTE).flatMap(([route, template]) => envelopeExamples(route, template)) }), TEST_TIMEOUT_MS);
 
-  it('still serves the normal flows afterwards, and the process never saw an uncaught error', async () => {
-    await world.normalFlowStillWorks();
-    expectProcessAlive();
-  });
+  it('still serves the normal flows afterwards, and the process never saw an uncaught error', () => fuzz.expectServiceStillWorks());
 });

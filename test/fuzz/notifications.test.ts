@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, it } from 'vitest';
+import { describe, it } from 'vitest';
 import {
   authorization,
   confusedBody,
@@ -16,9 +16,8 @@ import {
   type RouteTemplate,
   withBody,
 } from './support/arbitraries.js';
-import { expectProcessAlive, FuzzSession, type StoreRule, TEST_TIMEOUT_MS } from './support/fuzz.js';
+import { fuzzFile, type StoreRule, TEST_TIMEOUT_MS } from './support/fuzz.js';
 import { deepMarker, type FuzzRequest, type HeaderValue } from './support/requests.js';
-import { World } from './support/world.js';
 
 /** The notification routes (publish, history) under generated input. */
 
@@ -146,17 +145,7 @@ const historyExamples: FuzzRequest[] = [`${PATH}?since=%00`, `${PATH}?since=2026
 }));
 
 describe('fuzz: notification routes', () => {
-  let world: World;
-  let fuzz: FuzzSession;
-
-  beforeAll(async () => {
-    world = await World.start();
-    fuzz = new FuzzSession('notifications', world);
-  });
-  afterAll(async () => {
-    await fuzz?.summarize();
-    await world?.app.close();
-  });
+  const fuzz = fuzzFile('notifications');
 
   it('answers any publish below 500, in time, storing only what it accepted', () => fuzz.checkRequests(publishRequest, { stores: publishStores, examples: publishExamples }), TEST_TIMEOUT_MS);
 
@@ -164,8 +153,5 @@ describe('fuzz: notification routes', () => {
 
   it('answers odd methods, path tricks, odd headers, wrong media types and big bodies on both routes', () => fuzz.checkRequests(envelopes, { stores: publishStores, examples: [...envelopeExamples(PUBLISH, PUBLISH_TEMPLATE), ...envelopeExamples(HISTORY, HISTORY_TEMPLATE)] }), TEST_TIMEOUT_MS);
 
-  it('still serves the normal flows afterwards, and the process never saw an uncaught error', async () => {
-    await world.normalFlowStillWorks();
-    expectProcessAlive();
-  });
+  it('still serves the normal flows afterwards, and the process never saw an uncaught error', () => fuzz.expectServiceStillWorks());
 });

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, it } from 'vitest';
+import { describe, it } from 'vitest';
 import {
   badPercent,
   confusedBody,
@@ -16,9 +16,8 @@ import {
   sampleOf,
   withBody,
 } from './support/arbitraries.js';
-import { expectProcessAlive, FuzzSession, TEST_TIMEOUT_MS } from './support/fuzz.js';
+import { fuzzFile, TEST_TIMEOUT_MS } from './support/fuzz.js';
 import type { FuzzRequest } from './support/requests.js';
-import { World } from './support/world.js';
 
 /** The device authorization helper (seed 000 endpoints 1 and 2) under generated input. */
 
@@ -128,17 +127,7 @@ const pollExamples: FuzzRequest[] = [
 ].map((target) => ({ route: POLL, kind: 'params', method: 'GET', target }));
 
 describe('fuzz: device authorization helper', () => {
-  let world: World;
-  let fuzz: FuzzSession;
-
-  beforeAll(async () => {
-    world = await World.start();
-    fuzz = new FuzzSession('oauth-helper', world);
-  });
-  afterAll(async () => {
-    await fuzz?.summarize();
-    await world?.app.close();
-  });
+  const fuzz = fuzzFile('oauth-helper');
 
   it('answers any config request below 500, in time, storing nothing when it refuses', () => fuzz.checkRequests(configRequest, { examples: configExamples }), TEST_TIMEOUT_MS);
 
@@ -146,8 +135,5 @@ describe('fuzz: device authorization helper', () => {
 
   it('answers odd methods, path tricks, odd headers, wrong media types and big bodies on both routes', () => fuzz.checkRequests(envelopes, { examples: [...envelopeExamples(CONFIG, CONFIG_TEMPLATE), ...envelopeExamples(POLL, POLL_TEMPLATE)] }), TEST_TIMEOUT_MS);
 
-  it('still serves the normal flows afterwards, and the process never saw an uncaught error', async () => {
-    await world.normalFlowStillWorks();
-    expectProcessAlive();
-  });
+  it('still serves the normal flows afterwards, and the process never saw an uncaught error', () => fuzz.expectServiceStillWorks());
 });

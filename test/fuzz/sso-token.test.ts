@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, it } from 'vitest';
+import { describe, it } from 'vitest';
 import {
   authorization,
   confusedBody,
@@ -17,9 +17,8 @@ import {
   type RouteTemplate,
   withBody,
 } from './support/arbitraries.js';
-import { expectProcessAlive, FuzzSession, TEST_TIMEOUT_MS } from './support/fuzz.js';
+import { fuzzFile, TEST_TIMEOUT_MS } from './support/fuzz.js';
 import type { FuzzRequest, HeaderValue } from './support/requests.js';
-import { World } from './support/world.js';
 
 /**
  * The token endpoints under generated input: /sso/token (authorization_code, refresh_token),
@@ -143,17 +142,7 @@ const INSPECTION_VALID: [string, string][] = [['token', '{{access_token}}'], ['t
 const CC_VALID: [string, string][] = [['grant_type', 'client_credentials'], ['scope', 'notification:publish'], ['resource', '{{api_url}}'], ['client_id', '{{publisher_id}}'], ['client_secret', '{{publisher_secret}}']];
 
 describe('fuzz: token endpoints', () => {
-  let world: World;
-  let fuzz: FuzzSession;
-
-  beforeAll(async () => {
-    world = await World.start();
-    fuzz = new FuzzSession('sso-token', world);
-  });
-  afterAll(async () => {
-    await fuzz?.summarize();
-    await world?.app.close();
-  });
+  const fuzz = fuzzFile('sso-token');
 
   it('answers any /sso/token request below 500, in time, storing nothing when it refuses', () => fuzz.checkRequests(ssoToken, { examples: examples('POST /sso/token', SSO_VALID) }), TEST_TIMEOUT_MS);
 
@@ -165,8 +154,5 @@ describe('fuzz: token endpoints', () => {
 
   it('answers odd methods, path tricks, odd headers, wrong media types and big bodies on every token route', () => fuzz.checkRequests(envelopes, { examples: Object.entries(TEMPLATES).flatMap(([route, template]) => envelopeExamples(route, template)) }), TEST_TIMEOUT_MS);
 
-  it('still serves the normal flows afterwards, and the process never saw an uncaught error', async () => {
-    await world.normalFlowStillWorks();
-    expectProcessAlive();
-  });
+  it('still serves the normal flows afterwards, and the process never saw an uncaught error', () => fuzz.expectServiceStillWorks());
 });

@@ -1,11 +1,10 @@
 import type { Socket } from 'node:net';
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, it } from 'vitest';
+import { describe, it } from 'vitest';
 import { authorization, envelope, envelopeExamples, headerText, oddHeaders, oddMethod, pathTrick, type RouteTemplate } from './support/arbitraries.js';
-import { expectProcessAlive, FuzzSession, TEST_TIMEOUT_MS } from './support/fuzz.js';
+import { expectProcessAlive, fuzzFile, TEST_TIMEOUT_MS } from './support/fuzz.js';
 import type { FuzzRequest, HeaderValue } from './support/requests.js';
 import { type ClientFrame, encodeFrame, FrameReader, OPCODE } from './support/websocket.js';
-import { World } from './support/world.js';
 
 /** The notification stream: its upgrade request, and frames sent on an open stream. */
 
@@ -192,18 +191,8 @@ const frameExamples = [
 ];
 
 describe('fuzz: notification stream', () => {
-  let world: World;
-  let fuzz: FuzzSession;
+  const fuzz = fuzzFile('stream');
   let probes = 0;
-
-  beforeAll(async () => {
-    world = await World.start();
-    fuzz = new FuzzSession('stream', world);
-  });
-  afterAll(async () => {
-    await fuzz?.summarize();
-    await world?.app.close();
-  });
 
   it('answers any upgrade request below 500 (101 or a refusal), in time, storing nothing when it refuses', () => fuzz.checkRequests(upgradeRequest, { examples: upgradeExamples }), TEST_TIMEOUT_MS);
 
@@ -247,8 +236,5 @@ describe('fuzz: notification stream', () => {
       }
     }, undefined, frameExamples), TEST_TIMEOUT_MS);
 
-  it('still serves the normal flows afterwards, and the process never saw an uncaught error', async () => {
-    await world.normalFlowStillWorks();
-    expectProcessAlive();
-  });
+  it('still serves the normal flows afterwards, and the process never saw an uncaught error', () => fuzz.expectServiceStillWorks());
 });

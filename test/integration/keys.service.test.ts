@@ -12,19 +12,10 @@ import { KeysModule } from '../../src/keys/keys.module.js';
 import { KeysRepository } from '../../src/keys/keys.repository.js';
 import { KeysService } from '../../src/keys/keys.service.js';
 import { SigningKeyEntity } from '../../src/keys/signing-key.entity.js';
+import { type StoredKeyRow, storedKeys } from '../factories/signing-keys.factory.js';
 import { startTestingModule } from '../factories/testing-module.js';
 import { createTestDatabase, query } from '../setup/database.js';
 
-interface KeyRow {
-  kid: string;
-  alg: string;
-  private_key_pem: string | null;
-  private_key_encrypted: Buffer | null;
-  retired_lifetime_seconds: number;
-  retired_at: Date | null;
-  expires_at: Date | null;
-  revoked_at: Date | null;
-}
 
 const PRIVATE_MEMBERS = ['d', 'p', 'q', 'dp', 'dq', 'qi'];
 const RETIRED_KEY_LIFETIME_MS = 3_600_000;
@@ -51,12 +42,11 @@ describe('KeysService', () => {
     await Promise.all(started.splice(0).map((app) => app.close()));
   });
 
-  const storedKeys = (url: string) => query<KeyRow>(url, 'SELECT * FROM signing_keys ORDER BY created_at');
   const activeKeys = async (url: string) => (await storedKeys(url)).filter((key) => key.retired_at === null);
-  const privatePem = (row: KeyRow, kek = KEK) => row.private_key_pem ?? open(kek, row.kid, row.private_key_encrypted!);
+  const privatePem = (row: StoredKeyRow, kek = KEK) => row.private_key_pem ?? open(kek, row.kid, row.private_key_encrypted!);
 
   /** The JWK holds public members only, and they are the public half of the stored private key. */
-  const expectPublicHalfOf = (jwk: JWK, row: KeyRow) => {
+  const expectPublicHalfOf = (jwk: JWK, row: StoredKeyRow) => {
     expect(Object.keys(jwk).filter((member) => PRIVATE_MEMBERS.includes(member))).toEqual([]);
     const { kid, alg, use, ...publicMembers } = jwk;
     expect({ kid, alg, use }).toEqual({ kid: row.kid, alg: row.alg, use: 'sig' });

@@ -1,9 +1,10 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import fc from 'fast-check';
 import pg from 'pg';
+import { afterAll, beforeAll } from 'vitest';
 import { exchange, type Outcome, serialize } from './http.js';
 import { type FuzzRequest, toWire, valueCategory } from './requests.js';
-import type { World } from './world.js';
+import { World } from './world.js';
 
 /** Runs per property: small inside `npm test`, raised by `npm run test:fuzz` (FUZZ_RUNS). */
 export const FUZZ_RUNS = Number(process.env.FUZZ_RUNS ?? 30);
@@ -64,11 +65,10 @@ export class FuzzSession {
   /** Properties the time limit stopped before their runs were done (printed, so a short run is never mistaken for a full one). */
   readonly cutShort: string[] = [];
   private db?: pg.Client;
+  /** The service under fuzz, started before the file's first test (see fuzzFile). */
+  world!: World;
 
-  constructor(
-    readonly name: string,
-    readonly world: World,
-  ) {}
+  constructor(readonly name: string) {}
 
   /** Resolves the placeholders and sends; counted, not yet judged. */
   async send(request: FuzzRequest, options: { keepUpgraded?: boolean } = {}): Promise<Outcome> {
@@ -197,6 +197,12 @@ export class FuzzSession {
     throw new Error(message);
   }
 
+  /** After the fuzzing: the normal flows still work, and nothing went uncaught in the process. */
+  async expectServiceStillWorks(): Promise<void> {
+    await this.world.normalFlowStillWorks();
+    expectProcessAlive();
+  }
+
   /** Prints (and writes to test/fuzz/results/) what this file sent. */
   async summarize(): Promise<void> {
     await this.db?.end();
@@ -228,6 +234,22 @@ export class FuzzSession {
     mkdirSync(folder, { recursive: true });
     writeFileSync(new URL(`${this.name}.json`, folder), `${JSON.stringify(summary, null, 2)}\n`);
   }
+}
+
+/**
+ * The FuzzSession of one test file: the service starts before the file's tests; after them the
+ * file's counts are printed and the service stops.
+ */
+export function fuzzFile(name: string): FuzzSession {
+  const session = new FuzzSession(name);
+  beforeAll(async () => {
+    session.world = await World.start();
+  });
+  afterAll(async () => {
+    await session.summarize();
+    await session.world?.app.close();
+  });
+  return session;
 }
 
 /** fast-check's rendering of a value with long strings and byte arrays cut short. */

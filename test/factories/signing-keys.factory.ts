@@ -1,0 +1,16 @@
+import { query } from '../setup/database.js';
+
+/** A row of signing_keys as PostgreSQL stores it. */
+export interface StoredKeyRow {
+  kid: string;
+  alg: string;
+  private_key_pem: string | null;
+  private_key_encrypted: Buffer | null;
+  retired_lifetime_seconds: number;
+  retired_at: Date | null;
+  expires_at: Date | null;
+  revoked_at: Date | null;
+}
+
+/** Every stored signing key, oldest first, read straight from the database. */
+export const storedKeys = (databaseUrl: string) => query<StoredKeyRow>(databaseUrl, 'SELECT * FROM signing_keys ORDER BY created_at');
