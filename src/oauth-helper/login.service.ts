@@ -10,6 +10,7 @@ import { ApprovedStates } from './approved-states.js';
 import { loginPage, messagePage } from './login-page.js';
 import { LoginAttempts } from './login-attempts.service.js';
 import { InvalidState, type StateClaims, StateTokens } from './state-tokens.service.js';
+import { waitInWords } from './wait-in-words.js';
 
 /** What /sso/authorize answers: an HTML page, or a redirect to the device's verified URL. */
 export type AuthorizeOutcome =
@@ -60,9 +61,8 @@ export class LoginService {
       case 'wrong':
         return this.form(request, csrf.fresh, 200, 'Wrong username or password.', username);
       case 'throttled': {
-        const wait = attempt.waitSeconds;
-        const message = `Too many failed attempts. Try again in ${wait} second${wait === 1 ? '' : 's'}.`;
-        return { ...this.form(request, csrf.fresh, 429, message, username), retryAfter: wait };
+        const message = `Too many failed attempts. Try again in ${waitInWords(attempt.waitSeconds)}.`;
+        return { ...this.form(request, csrf.fresh, 429, message, username), retryAfter: attempt.waitSeconds };
       }
       case 'busy':
         return { ...this.form(request, csrf.fresh, 503, 'Too many sign-ins at once. Please try again in a moment.', username), retryAfter: 1 };
