@@ -1,5 +1,5 @@
 import { BadRequestException, Body, Controller, Get, HttpCode, Post, Query, Req, UseGuards, ValidationPipe } from '@nestjs/common';
-import { ApiAcceptedResponse, ApiBadRequestResponse, ApiBearerAuth, ApiForbiddenResponse, ApiOkResponse, ApiOperation, ApiQuery, ApiServiceUnavailableResponse, ApiTags, ApiUnauthorizedResponse } from '@nestjs/swagger';
+import { ApiAcceptedResponse, ApiBadRequestResponse, ApiBearerAuth, ApiForbiddenResponse, ApiOkResponse, ApiOperation, ApiPayloadTooLargeResponse, ApiQuery, ApiServiceUnavailableResponse, ApiTags, ApiUnauthorizedResponse } from '@nestjs/swagger';
 import { type AuthenticatedRequest, BearerGuard, Requires } from './bearer.guard.js';
 import { isCalendarDate, PublishNotificationDto } from './dto/publish-notification.dto.js';
 import { NotificationHistory } from './notification-history.service.js';
@@ -27,7 +27,8 @@ export class NotificationController {
   @Requires('publish')
   @ApiOperation({ summary: 'Publish a report notification to a recipient client (scope notification:publish)' })
   @ApiAcceptedResponse({ description: '`{id}`, answered once the notification is durably stored; a repeat of (recipient, correlationId, status) returns the stored id' })
-  @ApiBadRequestResponse({ description: '`{message, errors: [...], correlationId}` field errors (a NUL character in any text field is one)' })
+  @ApiBadRequestResponse({ description: '`{message, errors: [...], correlationId}` field errors (a control character in a text field is one); `{message, correlationId}` for JSON that cannot be read or nests deeper than 32 levels' })
+  @ApiPayloadTooLargeResponse({ description: 'the body is over 64 KiB' })
   @ApiUnauthorizedResponse({ description: 'missing, invalid or expired token' })
   @ApiForbiddenResponse({ description: 'token without notification:publish' })
   @ApiServiceUnavailableResponse({ description: 'the database is away or busy: `Retry-After` says when to publish again (a repeat is stored once)' })

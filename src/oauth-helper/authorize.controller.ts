@@ -1,5 +1,5 @@
 import { Body, Controller, Get, Post, Query, Req, Res } from '@nestjs/common';
-import { ApiConsumes, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiConsumes, ApiOkResponse, ApiOperation, ApiServiceUnavailableResponse, ApiTags, ApiTooManyRequestsResponse } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { randomToken } from '../common/crypto/opaque-token.js';
 import { STYLE_HASH } from './login-page.js';
@@ -31,6 +31,8 @@ export class AuthorizeController {
   @Post()
   @ApiConsumes('application/x-www-form-urlencoded')
   @ApiOperation({ summary: 'Submit the login form: 302 to the device with code and state, or a "return to your device" page' })
+  @ApiTooManyRequestsResponse({ description: 'the login page again: too many failed sign-ins for this username from this address (or overall); `Retry-After` says when to try again' })
+  @ApiServiceUnavailableResponse({ description: 'the login page again: every password check slot is busy; `Retry-After: 1`' })
   async submit(@Body() body: unknown, @Req() request: FastifyRequest, @Res() reply: FastifyReply) {
     // A failed attempt gets a fresh token: the form is re-rendered with it and the cookie renewed.
     const fresh = randomToken(32);

@@ -1,7 +1,7 @@
 import { Body, Controller, Headers, HttpCode, Post, UseFilters } from '@nestjs/common';
-import { ApiBadRequestResponse, ApiConsumes, ApiOkResponse, ApiOperation, ApiTags, ApiUnauthorizedResponse } from '@nestjs/swagger';
-import { NoStore } from './no-store.decorator.js';
+import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { OAuthExceptionFilter } from './oauth-exception.filter.js';
+import { OAuthFormRoute } from './oauth-form-route.decorator.js';
 import { TokenService } from './token.service.js';
 
 @ApiTags('notifications')
@@ -12,12 +12,9 @@ export class IdentityTokenController {
 
   @Post('token')
   @HttpCode(200)
-  @NoStore()
-  @ApiConsumes('application/x-www-form-urlencoded')
+  @OAuthFormRoute()
   @ApiOperation({ summary: 'Client-credentials token for the notification stream (seed 001 endpoint 2, RFC 6749 §4.4, RFC 8707 resource)' })
   @ApiOkResponse({ description: '`{access_token, expires_in, token_type: "Bearer", scope, resource?}`' })
-  @ApiBadRequestResponse({ description: 'RFC 6749 §5.2 `{error, error_description}`' })
-  @ApiUnauthorizedResponse({ description: '`invalid_client`' })
   token(@Body() body: unknown, @Headers('authorization') authorization?: string, @Headers('content-type') contentType?: string) {
     return this.tokens.identityToken(body, authorization, contentType);
   }

@@ -1,7 +1,7 @@
 import { Body, Controller, Headers, HttpCode, Post, UseFilters } from '@nestjs/common';
-import { ApiConsumes, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { NoStore } from './no-store.decorator.js';
+import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { OAuthExceptionFilter } from './oauth-exception.filter.js';
+import { OAuthFormRoute } from './oauth-form-route.decorator.js';
 import { TokenInspectionService } from './token-inspection.service.js';
 
 @ApiTags('sso')
@@ -12,8 +12,7 @@ export class TokenInspectionController {
 
   @Post('introspect')
   @HttpCode(200)
-  @NoStore()
-  @ApiConsumes('application/x-www-form-urlencoded')
+  @OAuthFormRoute()
   @ApiOperation({ summary: "Token introspection (RFC 7662) of the calling client's own access and refresh tokens" })
   @ApiOkResponse({ description: '`{active: false}` or `{active: true, scope, client_id, sub, exp, …}`' })
   introspect(@Body() body: unknown, @Headers('authorization') authorization?: string, @Headers('content-type') contentType?: string) {
@@ -22,8 +21,7 @@ export class TokenInspectionController {
 
   @Post('revoke')
   @HttpCode(200)
-  @NoStore()
-  @ApiConsumes('application/x-www-form-urlencoded')
+  @OAuthFormRoute()
   @ApiOperation({ summary: 'Token revocation (RFC 7009); revoking a refresh token ends its whole grant' })
   @ApiOkResponse({ description: 'empty body' })
   async revoke(@Body() body: unknown, @Headers('authorization') authorization?: string, @Headers('content-type') contentType?: string): Promise<void> {
