@@ -45,10 +45,9 @@ export class KeyAdminService {
       const active = await store.findActive();
       if (!active) throw new Error('no active signing key to rotate: the service creates one when it starts');
       const encrypted = this.encryptsLike(active);
-      const expiresAt = retiredKeyExpiry(active);
-      await store.retire(active.kid, expiresAt);
+      const retired = await store.retire(active.kid);
       const key = await this.successorOf(store, active, encrypted);
-      return { ...toNewKeyView(key), retired: { kid: active.kid, expires_at: expiresAt.toISOString() } };
+      return { ...toNewKeyView(key), retired: { kid: retired.kid, expires_at: retired.expiresAt!.toISOString() } };
     });
     this.keys.forgetRing(); // this process signs with the new key at once; instances within their ring TTL
     return rotated;
@@ -72,7 +71,7 @@ export class KeyAdminService {
       }
       const active = key.retiredAt === null ? await store.findActive() : null;
       const encrypted = active ? this.encryptsLike(active) : false; // checked before anything changes
-      const revoked = await store.revoke(kid, retiredKeyExpiry(key));
+      const revoked = await store.revoke(kid);
       const replacement = active ? await this.successorOf(store, active, encrypted) : null;
       await store.notifyRevoked(kid);
       return { ...toKeyView(revoked), already_revoked: false, replaced_by: replacement && toNewKeyView(replacement) };
@@ -95,5 +94,3 @@ export class KeyAdminService {
     return store.insert(await newSigningKey(this.vault, active.alg, active.retiredLifetimeSeconds, encrypted));
   }
 }
-
-const retiredKeyExpiry = (key: Pick<SigningKeyEntity, 'retiredLifetimeSeconds'>) => new Date(Date.now() + key.retiredLifetimeSeconds * 1000);

@@ -5,6 +5,9 @@ import { SigningKeyEntity, type StoredPrivateKey } from './signing-key.entity.js
 /** Every instance LISTENs here; the payload is the revoked kid. */
 export const KEY_REVOKED_CHANNEL = 'vc_key_revoked';
 
+/** When a key retired now stops being published: once the last token it signed has expired. */
+const RETIRED_KEY_EXPIRY = 'now() + make_interval(secs => retired_lifetime_seconds)';
+
 /** A key loaded with its private columns (they are `select: false` otherwise). */
 export type KeyWithPrivatePart = SigningKeyEntity;
 
@@ -36,17 +39,23 @@ export class KeyStore {
     return this.manager.findOneByOrFail(SigningKeyEntity, { kid: key.kid });
   }
 
-  async retire(kid: string, expiresAt: Date): Promise<void> {
-    await this.manager.update(SigningKeyEntity, { kid }, { retiredAt: new Date(), expiresAt });
-  }
-
-  /** Withdraws the key: retired if it was not, and `expires_at` kept as the end of its tokens' lifetime. */
-  async revoke(kid: string, expiresAt: Date): Promise<SigningKeyEntity> {
+  /** Stops the key signing; it stays published for its stored lifetime, by PostgreSQL's clock like every expiry. */
+  async retire(kid: string): Promise<SigningKeyEntity> {
     await this.manager
       .createQueryBuilder()
       .update(SigningKeyEntity)
-      .set({ revokedAt: () => 'now()', retiredAt: () => 'coalesce(retired_at, now())', expiresAt: () => 'coalesce(expires_at, :expiresAt)' })
-      .setParameters({ expiresAt })
+      .set({ retiredAt: () => 'now()', expiresAt: () => RETIRED_KEY_EXPIRY })
+      .where('kid = :kid', { kid })
+      .execute();
+    return this.manager.findOneByOrFail(SigningKeyEntity, { kid });
+  }
+
+  /** Withdraws the key: retired if it was not, and `expires_at` kept as the end of its tokens' lifetime. */
+  async revoke(kid: string): Promise<SigningKeyEntity> {
+    await this.manager
+      .createQueryBuilder()
+      .update(SigningKeyEntity)
+      .set({ revokedAt: () => 'now()', retiredAt: () => 'coalesce(retired_at, now())', expiresAt: () => `coalesce(expires_at, ${RETIRED_KEY_EXPIRY})` })
       .where('kid = :kid', { kid })
       .execute();
     return this.manager.findOneByOrFail(SigningKeyEntity, { kid });

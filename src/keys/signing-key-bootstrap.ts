@@ -57,7 +57,7 @@ export class SigningKeyBootstrap implements OnApplicationBootstrap {
       await store.raiseRetiredLifetime(active.kid, lifetime);
       return null;
     }
-    if (active) await store.retire(active.kid, new Date(Date.now() + active.retiredLifetimeSeconds * 1000));
+    if (active) await store.retire(active.kid);
     return store.insert(await newSigningKey(this.vault, this.env.SIGNING_ALG as SigningAlg, lifetime, this.vault.hasKek));
   }
 }

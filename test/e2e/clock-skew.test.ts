@@ -1,5 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ClientsService } from '../../src/clients/clients.service.js';
+import { KeyAdminService } from '../../src/keys/key-admin.service.js';
 import { clientToken } from '../factories/notification.factory.js';
 import { createClient, createUser, type TestClient } from '../factories/oauth.factory.js';
 import { issueTokens, LOOPBACK_PATTERN, LOOPBACK_REDIRECT, type PortalUser, refresh } from '../factories/token-flow.factory.js';
@@ -54,6 +55,19 @@ describe('expiries by the database clock', () => {
     vi.useRealTimers();
     const [row] = await query<{ left: number }>(app.databaseUrl, 'SELECT extract(epoch FROM previous_secret_expires_at - now())::int AS left FROM clients WHERE id = $1', [rotated.id]);
     expect(row.left).toBeLessThanOrEqual(60);
+  });
+
+  it('keeps a rotated-out signing key published for its stored lifetime by the database clock, whatever the rotating clock says', async () => {
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.now() + 120_000, shouldAdvanceTime: true });
+    const { retired } = await app.get(KeyAdminService).rotate();
+    vi.useRealTimers();
+    const [row] = await query<{ left: number; lifetime: number }>(
+      app.databaseUrl,
+      'SELECT extract(epoch FROM expires_at - now())::int AS left, retired_lifetime_seconds AS lifetime FROM signing_keys WHERE kid = $1',
+      [retired.kid],
+    );
+    expect(row.left).toBeGreaterThan(row.lifetime - 10);
+    expect(row.left).toBeLessThanOrEqual(row.lifetime);
   });
 });
 
