@@ -130,6 +130,11 @@ describe('keys:list and keys:revoke', () => {
     expectFailure(await runCli(url, ['keys:revoke', 'k'.repeat(10_000)]), /^error: no signing key with kid "k{10000}"\n$/);
   });
 
+  it('keys:revoke takes a kid that starts with a dash (one base64url kid in 64 does) as the kid, not as an option', async () => {
+    expectFailure(await runCli(url, ['keys:revoke', '-z6JrZ-v4cIOOvz5_WQncq7RQudKZi776fg7lm1aMrc']), /^error: no signing key with kid "-z6JrZ-v4cIOOvz5_WQncq7RQudKZi776fg7lm1aMrc"\n$/);
+    expectFailure(await runCli(url, ['keys:revoke', '--x']), /^error: no signing key with kid "--x"\n$/);
+  });
+
   it('keys:revoke of the active key replaces it, and a second revocation succeeds without changing anything', async () => {
     const [active] = await storedKeys(url);
     const revoked = parseSuccess<{ kid: string; status: string; already_revoked: boolean; replaced_by: { kid: string; alg: string } | null }>(

@@ -6,6 +6,8 @@ import { KeyAdminService } from '../key-admin.service.js';
   name: 'keys:revoke',
   arguments: '<kid>',
   description: 'withdraw a (stolen) key at once: out of the JWKS, its tokens refused everywhere; an active key is replaced',
+  // A kid is base64url: one in 64 starts with "-", which must reach the command, not the option parser.
+  allowUnknownOptions: true,
 })
 export class KeysRevokeCommand extends CommandRunner {
   constructor(private readonly keys: KeyAdminService) {
