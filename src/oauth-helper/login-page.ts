@@ -49,6 +49,8 @@ export interface LoginForm {
   csrfToken: string;
   username?: string;
   error?: string;
+  /** Where the code goes after sign-in (the redirect's host), named so the user can tell whether it is their device (RFC 9700 §4.2). */
+  deviceHost?: string;
 }
 
 export function loginPage(form: LoginForm): string {
@@ -58,7 +60,7 @@ export function loginPage(form: LoginForm): string {
     'Sign in',
     `<h1>Sign in</h1>
 <p>to continue to <strong>${escapeHtml(form.clientName)}</strong></p>
-${error}
+${form.deviceHost ? `<p>Your sign-in is sent to the device at <strong>${escapeHtml(form.deviceHost)}</strong>. Continue only if that is yours.</p>\n` : ''}${error}
 <form method="post" action="/sso/authorize" novalidate>
 <input type="hidden" name="response_type" value="code">
 <input type="hidden" name="client_id" value="${escapeHtml(form.clientId)}">

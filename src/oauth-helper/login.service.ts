@@ -120,8 +120,9 @@ export class LoginService {
   }
 
   private form(request: VerifiedRequest, csrfToken: string, status: number, error?: string, username?: string): AuthorizeOutcome & { kind: 'page' } {
-    const html = loginPage({ clientName: request.client.name, clientId: request.client.id, state: request.state, csrfToken, error, username });
-    return { kind: 'page', status, html, redirectOrigin: request.claims.redirect_url && new URL(request.claims.redirect_url).origin };
+    const device = request.claims.redirect_url ? new URL(request.claims.redirect_url) : undefined;
+    const html = loginPage({ clientName: request.client.name, clientId: request.client.id, state: request.state, csrfToken, error, username, deviceHost: device?.host });
+    return { kind: 'page', status, html, redirectOrigin: device?.origin };
   }
 }
 

@@ -126,6 +126,16 @@ describe('/sso/authorize login page', () => {
       }
     });
 
+    it('names the client asking, and the host the sign-in goes to when there is one', async () => {
+      const named = await app.get(ClientsService).create({ name: 'Bridge display', redirectPatterns: ['http://192.168.0.0/16:*/cb'] });
+      const toDevice = await openPage((await issueState(app, named.client_id, { redirect_url: LAN_URL })).authorize_url);
+      expect(toDevice.html).toContain('to continue to <strong>Bridge display</strong>');
+      expect(toDevice.html).toContain('sent to the device at <strong>192.168.17.4:8080</strong>');
+      const polled = await openPage((await issueState(app, named.client_id)).authorize_url);
+      expect(polled.html).toContain('to continue to <strong>Bridge display</strong>');
+      expect(polled.html).not.toContain('sent to the device at');
+    });
+
     it('HTML-escapes the client name', async () => {
       const created = await app.get(ClientsService).create({ name: '<script>alert(1)</script>' });
       const { response, html } = await openPage((await issueState(app, created.client_id)).authorize_url);
