@@ -1,0 +1,31 @@
+import { randomInt } from 'node:crypto';
+
+/**
+ * The code a user types on the verification page (RFC 8628 §6.1): 8 characters from 20
+ * consonants, about 34.5 bits. No vowels, so no words; no digits, so nothing to mistake for a
+ * letter; upper case, so it reads the same on any screen.
+ */
+export const USER_CODE_ALPHABET = 'BCDFGHJKLMNPQRSTVWXZ';
+export const USER_CODE_LENGTH = 8;
+
+const USER_CODE = new RegExp(`^[${USER_CODE_ALPHABET}]{${USER_CODE_LENGTH}}$`);
+
+/** A fresh user code, as stored: 8 letters, no dash. */
+export function generateUserCode(): string {
+  let code = '';
+  for (let i = 0; i < USER_CODE_LENGTH; i++) code += USER_CODE_ALPHABET[randomInt(USER_CODE_ALPHABET.length)];
+  return code;
+}
+
+/** As the device shows it: `XXXX-XXXX`. */
+export const displayUserCode = (code: string) => `${code.slice(0, 4)}-${code.slice(4)}`;
+
+/**
+ * What a user typed, as stored: case, spaces and dashes ignored; null when it cannot be a user
+ * code at all (so it is refused without a query).
+ */
+export function normalizeUserCode(typed: string): string | null {
+  if (typed.length > 64) return null;
+  const code = typed.replace(/[\s-]/g, '').toUpperCase();
+  return USER_CODE.test(code) ? code : null;
+}
