@@ -4,6 +4,7 @@ import { ClientsModule } from './clients/clients.module.js';
 import { ConfigModule } from './config/config.module.js';
 import type { Env } from './config/env.js';
 import { DatabaseModule } from './database/database.module.js';
+import { DeviceFlowModule } from './device-flow/device-flow.module.js';
 import { ExceptionRoutingFilter } from './exception-routing.filter.js';
 import { HealthModule } from './health/health.module.js';
 import { KeysInstanceModule } from './keys/keys-instance.module.js';
@@ -30,6 +31,7 @@ export class AppModule {
         KeysInstanceModule,
         TokenModule,
         OAuthHelperModule,
+        DeviceFlowModule,
         NotificationModule,
         HealthModule,
       ],

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HousekeepingService } from '../../src/token/housekeeping.service.js';
@@ -319,6 +320,21 @@ describe('HousekeepingService.purge()', () => {
 
     // a second round finds nothing left to do
     expect(await app.get(HousekeepingService).purge()).toBe(0);
+  });
+
+  it('deletes expired device authorizations (RFC 8628) with the rest, and only those', async () => {
+    const insert = (hash: Buffer, userCode: string, lifetime: string) =>
+      query(
+        app.databaseUrl,
+        `INSERT INTO device_codes (device_code_hash, user_code, client_id, interval_seconds, expires_at) VALUES ($1, $2, $3, 5, now() + $4::interval)`,
+        [hash, userCode, client.id, lifetime],
+      );
+    const [expired, live] = [randomBytes(32), randomBytes(32)];
+    await insert(expired, 'BBBBBBBB', '-1 second');
+    await insert(live, 'CCCCCCCC', '10 minutes');
+    expect(await app.get(HousekeepingService).purge()).toBe(1);
+    expect(await count('device_codes', 'device_code_hash', expired)).toBe(0);
+    expect(await count('device_codes', 'device_code_hash', live)).toBe(1);
   });
 
   it('deletes an old grant once it has no refresh tokens left, after which its access tokens introspect inactive', async () => {

@@ -8,6 +8,7 @@ const SCHEMA_TABLES = [
   'authorizations',
   'clients',
   'delivery_cursors',
+  'device_codes',
   'grants',
   'login_failures',
   'notifications',

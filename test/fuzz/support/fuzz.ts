@@ -28,6 +28,7 @@ export const TABLES = [
   'revoked_access_tokens',
   'notifications',
   'delivery_cursors',
+  'device_codes',
   'signing_keys',
 ] as const;
 export type Table = (typeof TABLES)[number];

@@ -1,0 +1,115 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
+import { isUniqueViolation } from '../common/errors/app-error.js';
+
+/** RFC 8628 §3.5: each `slow_down` adds this many seconds to the device code's interval. */
+export const SLOW_DOWN_STEP_SECONDS = 5;
+
+export interface NewDeviceCode {
+  deviceCodeHash: Buffer;
+  userCode: string;
+  clientId: string;
+  scope: string | null;
+  lifetimeSeconds: number;
+  intervalSeconds: number;
+}
+
+export interface PendingDeviceCode {
+  clientId: string;
+  scope: string | null;
+}
+
+/** What one poll of a device code finds (RFC 8628 §3.5), after which the poll is recorded. */
+export type PollOutcome =
+  /** Approved: consumed by this poll, in its transaction. */
+  | { outcome: 'approved'; userId: string; scope: string | null }
+  | { outcome: 'pending' | 'slow_down' | 'denied' | 'expired' }
+  /** Unknown, another client's, or already exchanged. */
+  | { outcome: 'invalid' };
+
+/**
+ * Judged in one statement, on the row locked for it, so polls of one device code on any number
+ * of instances see each other's times. clock_timestamp(), not now(): a poll that waited on the
+ * lock may have started before the one it waited for recorded its time.
+ */
+const POLL_SQL = `
+  WITH found AS (
+    SELECT device_code_hash, status, user_id, scope,
+      CASE
+        WHEN consumed_at IS NOT NULL THEN 'invalid'
+        WHEN expires_at <= now() THEN 'expired'
+        WHEN last_polled_at IS NOT NULL AND clock_timestamp() < last_polled_at + make_interval(secs => interval_seconds) THEN 'slow_down'
+        WHEN status = 'approved' THEN 'approved'
+        WHEN status = 'denied' THEN 'denied'
+        ELSE 'pending'
+      END AS outcome
+    FROM device_codes WHERE device_code_hash = $1 AND client_id = $2
+    FOR UPDATE),
+  recorded AS (
+    UPDATE device_codes d SET
+      last_polled_at = clock_timestamp(),
+      interval_seconds = d.interval_seconds + CASE WHEN found.outcome = 'slow_down' THEN ${SLOW_DOWN_STEP_SECONDS} ELSE 0 END,
+      consumed_at = CASE WHEN found.outcome = 'approved' THEN now() ELSE d.consumed_at END
+    FROM found WHERE d.device_code_hash = found.device_code_hash AND found.outcome NOT IN ('invalid', 'expired'))
+  SELECT outcome, user_id, scope FROM found`;
+
+/** Device authorizations of the standard device flow (RFC 8628), every expiry by PostgreSQL's clock. */
+@Injectable()
+export class DeviceCodesRepository {
+  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
+
+  /** Stores a new device authorization; false when its user code is taken (draw another and retry). */
+  async insert(code: NewDeviceCode): Promise<boolean> {
+    try {
+      await this.dataSource.query(
+        `INSERT INTO device_codes (device_code_hash, user_code, client_id, scope, interval_seconds, expires_at)
+         VALUES ($1, $2, $3, $4, $5, now() + make_interval(secs => $6))`,
+        [code.deviceCodeHash, code.userCode, code.clientId, code.scope, code.intervalSeconds, code.lifetimeSeconds],
+      );
+      return true;
+    } catch (error) {
+      if (isUniqueViolation(error)) return false;
+      throw error;
+    }
+  }
+
+  /** The authorization a user code names while it still waits for its user's decision. */
+  async findPending(userCode: string): Promise<PendingDeviceCode | null> {
+    const [row]: { client_id: string; scope: string | null }[] = await this.dataSource.query(
+      `SELECT client_id, scope FROM device_codes WHERE user_code = $1 AND status = 'pending' AND expires_at > now()`,
+      [userCode],
+    );
+    return row ? { clientId: row.client_id, scope: row.scope } : null;
+  }
+
+  /** Records the user's decision; false when the code is no longer pending (decided, expired, or unknown). */
+  async decide(userCode: string, userId: string, decision: 'approved' | 'denied'): Promise<boolean> {
+    const [, affected]: [unknown, number] = await this.dataSource.query(
+      `UPDATE device_codes SET status = $3, user_id = $2, decided_at = now()
+       WHERE user_code = $1 AND status = 'pending' AND expires_at > now()`,
+      [userCode, userId, decision],
+    );
+    return affected === 1;
+  }
+
+  /**
+   * One poll by the device (RFC 8628 §3.4): an approved code is consumed by it, in `manager`'s
+   * transaction, so the grant made from it commits with the consumption or not at all.
+   */
+  async poll(manager: EntityManager, deviceCodeHash: Buffer, clientId: string): Promise<PollOutcome> {
+    const [row]: { outcome: PollOutcome['outcome']; user_id: string | null; scope: string | null }[] = await manager.query(POLL_SQL, [deviceCodeHash, clientId]);
+    if (!row) return { outcome: 'invalid' };
+    if (row.outcome === 'approved') return { outcome: 'approved', userId: row.user_id!, scope: row.scope };
+    return { outcome: row.outcome };
+  }
+
+  /** Deletes up to `limit` expired authorizations; how many it deleted. */
+  async purgeExpired(limit: number): Promise<number> {
+    const [, deleted]: [unknown, number] = await this.dataSource.query(
+      `DELETE FROM device_codes WHERE device_code_hash IN (SELECT device_code_hash FROM device_codes WHERE expires_at <= now() LIMIT $1)`,
+      [limit],
+    );
+    return deleted;
+  }
+}
