@@ -9,6 +9,7 @@ import { LogController } from 'fastify';
 import type { Logger } from 'pino';
 import { AppModule } from './app.module.js';
 import { RequestDeadlineError } from './common/errors/temporarily-unavailable.js';
+import { answerClientError, answerFrameworkError } from './common/http/client-errors.js';
 import { httpServerFactory } from './common/http/http-server-factory.js';
 import { depthLimitedJsonParser } from './common/http/json-body-parser.js';
 import { answerUpgradesOverHttp } from './common/http/upgrade-fallback.js';
@@ -38,6 +39,8 @@ export async function createApp(env: Env, databaseUrl: string, logger: Logger): 
     trustProxy: parseTrustProxy(env.TRUST_PROXY),
     bodyLimit: BODY_LIMIT,
     return503OnClosing: true,
+    clientErrorHandler: answerClientError,
+    frameworkErrors: answerFrameworkError,
     serverFactory: httpServerFactory({ headersMs: env.HTTP_HEADERS_TIMEOUT_MS, requestMs: env.HTTP_RECEIVE_TIMEOUT_MS }, tls),
     // A parameter is never longer than the request line, which Node's header size limit bounds; a
     // lower router limit would answer a long client_id 414 where the contract wants an unknown client's 404.

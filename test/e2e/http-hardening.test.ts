@@ -153,6 +153,19 @@ describe('requests with an Upgrade header other than the stream', () => {
     await stream.close();
   });
 
+  it('answers what cannot be routed in the service format: headers too large (431), no HTTP (400), an undecodable path (400)', async () => {
+    const huge = await exchange(portOf(app), [request('GET /health HTTP/1.1', { 'X-Big': 'x'.repeat(20_000) })]);
+    expect(huge.status).toBe(431);
+    expect(json(huge)).toEqual({ message: 'The request headers are too large', correlationId: expect.any(String) });
+    expect(huge.closed).toBe(true);
+    const garbage = await exchange(portOf(app), ['\u0016\u0003\u0001 not http at all\r\n\r\n']);
+    expect(garbage.status).toBe(400);
+    expect(json(garbage)).toEqual({ message: 'The request could not be read', correlationId: expect.any(String) });
+    const badUrl = await fetch(`${app.baseUrl}/external/oauth2helper/code/get/%zz?state=x`);
+    expect(badUrl.status).toBe(400);
+    expect(await badUrl.json()).toEqual({ message: 'The request URL could not be read', correlationId: badUrl.headers.get('x-request-id') ?? expect.any(String) });
+  });
+
   it('leaves no connection behind', async () => {
     const server = app.app.getHttpServer();
     const open = () => new Promise<number>((resolve) => server.getConnections((_error: Error | null, count: number) => resolve(count)));
@@ -179,6 +192,7 @@ describe('slow clients (HTTP_HEADERS_TIMEOUT_MS=1000, HTTP_RECEIVE_TIMEOUT_MS=20
     const bytes = [...request('GET /health/live HTTP/1.1', { 'X-Padding': 'x'.repeat(40) })];
     const answer = await exchange(portOf(app), bytes, { gapMs: 100, timeoutMs: 6000 });
     expect(answer.status).toBe(408);
+    expect(Object.keys(json(answer)).sort()).toEqual(['correlationId', 'message']);
     expect(answer.closed).toBe(true);
     expect(answer.ms).toBeGreaterThanOrEqual(900);
     expect(answer.ms).toBeLessThan(2000);
