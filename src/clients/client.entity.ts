@@ -1,7 +1,16 @@
 import { Column, CreateDateColumn, Entity, PrimaryColumn, UpdateDateColumn } from 'typeorm';
 
-export const GRANT_TYPES = ['authorization_code', 'refresh_token', 'client_credentials'] as const;
+/** RFC 8628 §3.4: the device authorization grant's `grant_type`. */
+export const DEVICE_CODE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
+
+export const GRANT_TYPES = ['authorization_code', 'refresh_token', 'client_credentials', DEVICE_CODE_GRANT] as const;
 export type GrantType = (typeof GRANT_TYPES)[number];
+
+/** Short names an operator may type for a grant type. */
+const GRANT_ALIASES: Readonly<Record<string, GrantType>> = { device_code: DEVICE_CODE_GRANT };
+
+/** A grant type as stored: an alias becomes the full name, anything else is left for validation to judge. */
+export const resolveGrantAlias = (grant: string): string => GRANT_ALIASES[grant] ?? grant;
 
 @Entity('clients')
 export class ClientEntity {

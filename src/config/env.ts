@@ -143,6 +143,14 @@ export class Env {
   @Min(0) @Max(60) @IsInt()
   CODE_POLL_MIN_INTERVAL: number = 4;
 
+  /** Seconds a device code of the standard device flow (RFC 8628) stays valid: its `expires_in`. */
+  @Min(60) @Max(1800) @IsInt()
+  DEVICE_CODE_TTL: number = 600;
+
+  /** Seconds a device must wait between two polls of one device code at first: its `interval` (each `slow_down` adds 5). */
+  @Min(1) @Max(60) @IsInt()
+  DEVICE_POLL_INTERVAL: number = 5;
+
   /** Seconds between purges of expired states, codes and tokens. */
   @Min(1) @Max(86400) @IsInt()
   HOUSEKEEPING_INTERVAL: number = 60;

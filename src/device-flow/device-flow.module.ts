@@ -1,12 +1,21 @@
 import { Module } from '@nestjs/common';
+import { ClientsModule } from '../clients/clients.module.js';
+import { OAuthHelperModule } from '../oauth-helper/oauth-helper.module.js';
 import { TokenModule } from '../token/token.module.js';
-import { DeviceCodeRetention } from './device-code-retention.js';
-import { DeviceCodesRepository } from './device-codes.repository.js';
+import { DeviceAuthorizationController } from './device-authorization.controller.js';
+import { DeviceAuthorizationService } from './device-authorization.service.js';
+import { DeviceVerificationController } from './device-verification.controller.js';
+import { DeviceVerificationService } from './device-verification.service.js';
+import { UserCodeThrottle } from './user-code-throttle.service.js';
 
-/** The standard device authorization grant (RFC 8628), beside the seed's helper. */
+/**
+ * The standard device authorization grant (RFC 8628), beside the seed's helper: the device
+ * authorization endpoint and the verification page. Its tokens come from /sso/token, whose
+ * device grant lives with the other grants.
+ */
 @Module({
-  imports: [TokenModule],
-  providers: [DeviceCodesRepository, DeviceCodeRetention],
-  exports: [DeviceCodesRepository],
+  imports: [ClientsModule, OAuthHelperModule, TokenModule],
+  controllers: [DeviceAuthorizationController, DeviceVerificationController],
+  providers: [DeviceAuthorizationService, DeviceVerificationService, UserCodeThrottle],
 })
 export class DeviceFlowModule {}

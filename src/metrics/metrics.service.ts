@@ -24,6 +24,20 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly deviceAuthorizations = new Counter({
+    name: 'device_authorizations_total',
+    help: 'Device authorizations (RFC 8628) by event: started, approved, denied, expired (purged before the user decided)',
+    labelNames: ['event'] as const,
+    registers: [this.registry],
+  });
+
+  readonly devicePolls = new Counter({
+    name: 'device_code_polls_total',
+    help: 'Polls of the device grant by outcome: approved (tokens issued), authorization_pending, slow_down, access_denied, expired_token, invalid_grant',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
+
   readonly wsConnects = new Counter({ name: 'ws_connections_total', help: 'Stream connections accepted', registers: [this.registry] });
 
   readonly wsCloses = new Counter({

@@ -4,6 +4,7 @@ import { PasswordCheckGate } from '../users/password-check-gate.js';
 import type { UserEntity } from '../users/user.entity.js';
 import { UsersService } from '../users/users.service.js';
 import { LoginThrottle } from './login-throttle.service.js';
+import { waitInWords } from './wait-in-words.js';
 
 export type LoginAttempt =
   | { outcome: 'signed-in'; user: UserEntity }
@@ -12,6 +13,18 @@ export type LoginAttempt =
   | { outcome: 'throttled'; waitSeconds: number }
   /** Every password check slot is taken: try again shortly. */
   | { outcome: 'busy' };
+
+/** What a sign-in form says, and answers, for an attempt that did not sign in. */
+export function signInRefusal(attempt: Exclude<LoginAttempt, { outcome: 'signed-in' }>): { status: number; message: string; retryAfter?: number } {
+  switch (attempt.outcome) {
+    case 'wrong':
+      return { status: 200, message: 'Wrong username or password.' };
+    case 'throttled':
+      return { status: 429, message: `Too many failed attempts. Try again in ${waitInWords(attempt.waitSeconds)}.`, retryAfter: attempt.waitSeconds };
+    case 'busy':
+      return { status: 503, message: 'Too many sign-ins at once. Please try again in a moment.', retryAfter: 1 };
+  }
+}
 
 /**
  * One sign-in attempt of a portal user, in the order that keeps it cheap to refuse: a username

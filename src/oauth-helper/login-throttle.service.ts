@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
-import { addressPrefix } from './address-prefix.js';
+import { addressPrefix } from '../common/http/address-prefix.js';
 
 /**
  * Failures allowed per key within the window before each further one doubles the wait. The

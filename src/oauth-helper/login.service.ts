@@ -1,21 +1,19 @@
-import { timingSafeEqual } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import type { ClientEntity } from '../clients/client.entity.js';
 import { ClientsService } from '../clients/clients.service.js';
 import { isRedirectAllowed } from '../clients/redirect-pattern.js';
+import { csrfMatches, type HtmlPage } from '../common/html/html-reply.js';
+import { messagePage } from '../common/html/page-layout.js';
 import { AuthorizationCodeIssuer } from '../token/authorization-code-issuer.js';
 import { OAuthError } from '../token/oauth-error.js';
 import { type OAuthParams, readOAuthParams } from '../token/oauth-params.js';
 import { ApprovedStates } from './approved-states.js';
-import { loginPage, messagePage } from './login-page.js';
-import { LoginAttempts } from './login-attempts.service.js';
+import { loginPage } from './login-page.js';
+import { LoginAttempts, signInRefusal } from './login-attempts.service.js';
 import { InvalidState, type StateClaims, StateTokens } from './state-tokens.service.js';
-import { waitInWords } from './wait-in-words.js';
 
 /** What /sso/authorize answers: an HTML page, or a redirect to the device's verified URL. */
-export type AuthorizeOutcome =
-  | { kind: 'page'; status: number; html: string; redirectOrigin?: string; /** seconds, for a 429 or 503 */ retryAfter?: number }
-  | { kind: 'redirect'; location: string };
+export type AuthorizeOutcome = ({ kind: 'page' } & HtmlPage) | { kind: 'redirect'; location: string };
 
 interface VerifiedRequest {
   client: ClientEntity;
@@ -57,15 +55,9 @@ export class LoginService {
     if (!username || !password) return this.form(request, csrf.fresh, 400, 'Enter your username and password.', username);
 
     const attempt = await this.logins.attempt(username, password, address);
-    switch (attempt.outcome) {
-      case 'wrong':
-        return this.form(request, csrf.fresh, 200, 'Wrong username or password.', username);
-      case 'throttled': {
-        const message = `Too many failed attempts. Try again in ${waitInWords(attempt.waitSeconds)}.`;
-        return { ...this.form(request, csrf.fresh, 429, message, username), retryAfter: attempt.waitSeconds };
-      }
-      case 'busy':
-        return { ...this.form(request, csrf.fresh, 503, 'Too many sign-ins at once. Please try again in a moment.', username), retryAfter: 1 };
+    if (attempt.outcome !== 'signed-in') {
+      const refusal = signInRefusal(attempt);
+      return { ...this.form(request, csrf.fresh, refusal.status, refusal.message, username), retryAfter: refusal.retryAfter };
     }
     return this.complete(request, attempt.user.id);
   }
@@ -122,12 +114,6 @@ export class LoginService {
   private form(request: VerifiedRequest, csrfToken: string, status: number, error?: string, username?: string): AuthorizeOutcome & { kind: 'page' } {
     const device = request.claims.redirect_url ? new URL(request.claims.redirect_url) : undefined;
     const html = loginPage({ clientName: request.client.name, clientId: request.client.id, state: request.state, csrfToken, error, username, deviceHost: device?.host });
-    return { kind: 'page', status, html, redirectOrigin: device?.origin };
+    return { kind: 'page', status, html, formTargetOrigin: device?.origin };
   }
-}
-
-function csrfMatches(cookie: string | undefined, submitted: string | undefined): boolean {
-  if (!cookie || !submitted) return false;
-  const [a, b] = [Buffer.from(cookie), Buffer.from(submitted)];
-  return a.length === b.length && timingSafeEqual(a, b);
 }

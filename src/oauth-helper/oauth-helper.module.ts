@@ -17,5 +17,7 @@ import { StateTokens } from './state-tokens.service.js';
   imports: [ClientsModule, KeysModule, TokenModule, UsersModule],
   controllers: [HelperController, AuthorizeController],
   providers: [ApprovedStates, HelperService, LoginAttempts, LoginService, LoginThrottle, StateTokens],
+  // The device flow's verification page signs the same users in, under the same slow-down.
+  exports: [LoginAttempts],
 })
 export class OAuthHelperModule {}

@@ -3,6 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, type EntityManager } from 'typeorm';
 import { USER_ACCESS_TOKEN_TTL } from '../config/env.js';
 import { notifiedIdPayloadSql } from '../database/notified-id-set.js';
+import type { GrantFlow } from './user-token-issuer.js';
 
 /** NOTIFY channel announcing a revoked grant (a NotifiedIdSet of grant ids). */
 export const GRANT_REVOKED_CHANNEL = 'vc_grant_revoked';
@@ -15,11 +16,12 @@ const REVOKED_UNTIL_SQL = `revoked_at + interval '${USER_ACCESS_TOKEN_TTL} secon
 export class GrantsRepository {
   constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
 
-  async create(manager: EntityManager, grant: { clientId: string; userId: string; scope: string | null }): Promise<string> {
-    const [row] = await manager.query('INSERT INTO grants (client_id, user_id, scope) VALUES ($1, $2, $3) RETURNING id', [
+  async create(manager: EntityManager, grant: { clientId: string; userId: string; scope: string | null; flow: GrantFlow }): Promise<string> {
+    const [row] = await manager.query('INSERT INTO grants (client_id, user_id, scope, flow) VALUES ($1, $2, $3, $4) RETURNING id', [
       grant.clientId,
       grant.userId,
       grant.scope,
+      grant.flow,
     ]);
     return row.id;
   }

@@ -1,5 +1,6 @@
 import { Controller, Get, Header, NotFoundException, Param } from '@nestjs/common';
 import { ApiExcludeEndpoint, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { DEVICE_CODE_GRANT } from '../clients/client.entity.js';
 import { Env } from '../config/env.js';
 
 @ApiTags('sso')
@@ -30,12 +31,13 @@ export class MetadataController {
       issuer: this.env.identityUrl,
       authorization_endpoint: `${this.env.frontendUrl}/sso/authorize`,
       token_endpoint: `${this.env.frontendUrl}/sso/token`,
+      device_authorization_endpoint: `${this.env.frontendUrl}/sso/device_authorization`,
       introspection_endpoint: `${this.env.frontendUrl}/sso/introspect`,
       revocation_endpoint: `${this.env.frontendUrl}/sso/revoke`,
       jwks_uri: `${this.env.apiUrl}/.well-known/jwks.json`,
       response_types_supported: ['code'],
       response_modes_supported: ['query'],
-      grant_types_supported: ['authorization_code', 'refresh_token'],
+      grant_types_supported: ['authorization_code', 'refresh_token', DEVICE_CODE_GRANT],
       token_endpoint_auth_methods_supported: authMethods,
       introspection_endpoint_auth_methods_supported: authMethods,
       revocation_endpoint_auth_methods_supported: authMethods,

@@ -1,4 +1,7 @@
-/** RFC 6749 §5.2 error codes, plus RFC 7009's unsupported_token_type and RFC 8707's invalid_target. */
+/**
+ * RFC 6749 §5.2 error codes, plus RFC 7009's unsupported_token_type, RFC 8707's invalid_target
+ * and the device grant's answers to a poll (RFC 8628 §3.5).
+ */
 export type OAuthErrorCode =
   | 'invalid_request'
   | 'invalid_client'
@@ -8,10 +11,14 @@ export type OAuthErrorCode =
   | 'invalid_scope'
   | 'unsupported_token_type'
   | 'invalid_target'
+  | 'authorization_pending'
+  | 'slow_down'
+  | 'access_denied'
+  | 'expired_token'
   | 'server_error'
   | 'temporarily_unavailable';
 
-const STATUS_BY_ERROR: Partial<Record<OAuthErrorCode | 'slow_down', number>> = {
+const STATUS_BY_ERROR: Partial<Record<OAuthErrorCode, number>> = {
   invalid_client: 401,
   server_error: 500,
   temporarily_unavailable: 503,
@@ -24,7 +31,7 @@ export class OAuthError extends Error {
   readonly basicChallenge: boolean;
 
   constructor(
-    readonly error: OAuthErrorCode | 'slow_down',
+    readonly error: OAuthErrorCode,
     readonly description: string,
     options: { status?: number; basicChallenge?: boolean } = {},
   ) {

@@ -1,12 +1,14 @@
 import { Injectable } from '@nestjs/common';
 import type { DataSource, EntityManager } from 'typeorm';
 import { PreparedStatement } from '../database/prepared-statement.js';
+import type { GrantFlow } from './user-token-issuer.js';
 
 export interface RefreshTokenRow {
   grant_id: string;
   client_id: string;
   user_id: string;
   scope: string | null;
+  flow: GrantFlow;
   expires_at: Date;
   /** By the database's clock, as every expiry. */
   expired: boolean;
@@ -14,19 +16,19 @@ export interface RefreshTokenRow {
   grant_revoked_at: Date | null;
 }
 
-const COLUMNS = 'r.grant_id, r.client_id, g.user_id, g.scope, r.expires_at, r.expires_at <= now() AS expired, r.rotated_at, g.revoked_at AS grant_revoked_at';
+const COLUMNS = 'r.grant_id, r.client_id, g.user_id, g.scope, g.flow, r.expires_at, r.expires_at <= now() AS expired, r.rotated_at, g.revoked_at AS grant_revoked_at';
 
-const ROTATE = new PreparedStatement<Pick<RefreshTokenRow, 'grant_id' | 'user_id' | 'scope'>>(
+const ROTATE = new PreparedStatement<Pick<RefreshTokenRow, 'grant_id' | 'user_id' | 'scope' | 'flow'>>(
   'rotate-refresh-token',
   `WITH rotated AS (
      UPDATE refresh_tokens r SET rotated_at = now()
      FROM grants g
      WHERE r.token_hash = $1 AND r.client_id = $2 AND r.rotated_at IS NULL AND r.expires_at > now()
        AND g.id = r.grant_id AND g.revoked_at IS NULL
-     RETURNING r.grant_id, g.user_id, g.scope),
+     RETURNING r.grant_id, g.user_id, g.scope, g.flow),
    successor AS (
      INSERT INTO refresh_tokens (token_hash, grant_id, client_id, expires_at) SELECT $3, grant_id, $2, now() + make_interval(secs => $4) FROM rotated)
-   SELECT grant_id, user_id, scope FROM rotated`,
+   SELECT grant_id, user_id, scope, flow FROM rotated`,
 );
 
 @Injectable()
@@ -63,7 +65,7 @@ export class RefreshTokensRepository {
   async rotate(
     dataSource: DataSource,
     rotation: { tokenHash: Buffer; clientId: string; successorHash: Buffer; successorLifetimeSeconds: number },
-  ): Promise<Pick<RefreshTokenRow, 'grant_id' | 'user_id' | 'scope'> | undefined> {
+  ): Promise<Pick<RefreshTokenRow, 'grant_id' | 'user_id' | 'scope' | 'flow'> | undefined> {
     const [row] = await ROTATE.run(dataSource, [rotation.tokenHash, rotation.clientId, rotation.successorHash, rotation.successorLifetimeSeconds]);
     return row;
   }

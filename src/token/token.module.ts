@@ -5,8 +5,11 @@ import { AccessTokens } from './access-tokens.service.js';
 import { AuthorizationCodeIssuer } from './authorization-code-issuer.js';
 import { AuthorizationCodesRepository } from './authorization-codes.repository.js';
 import { ClientAuthentication } from './client-authentication.js';
+import { DeviceCodeRetention } from './device-code-retention.js';
+import { DeviceCodesRepository } from './device-codes.repository.js';
 import { AuthorizationCodeGrant } from './grants/authorization-code.grant.js';
 import { ClientCredentialsGrant } from './grants/client-credentials.grant.js';
+import { DeviceCodeGrant } from './grants/device-code.grant.js';
 import { RefreshTokenGrant } from './grants/refresh-token.grant.js';
 import { GrantsRepository } from './grants.repository.js';
 import { HousekeepingService } from './housekeeping.service.js';
@@ -29,6 +32,9 @@ import { UserTokenIssuer } from './user-token-issuer.js';
     AuthorizationCodeGrant,
     ClientAuthentication,
     ClientCredentialsGrant,
+    DeviceCodeGrant,
+    DeviceCodeRetention,
+    DeviceCodesRepository,
     GrantsRepository,
     HousekeepingService,
     RefreshTokenGrant,
@@ -37,6 +43,6 @@ import { UserTokenIssuer } from './user-token-issuer.js';
     TokenService,
     UserTokenIssuer,
   ],
-  exports: [AccessTokens, AuthorizationCodeIssuer, ClientAuthentication, HousekeepingService],
+  exports: [AccessTokens, AuthorizationCodeIssuer, ClientAuthentication, DeviceCodesRepository, HousekeepingService],
 })
 export class TokenModule {}

@@ -3,6 +3,7 @@ import { Metrics } from '../metrics/metrics.service.js';
 import { ClientAuthentication } from './client-authentication.js';
 import { AuthorizationCodeGrant } from './grants/authorization-code.grant.js';
 import { ClientCredentialsGrant } from './grants/client-credentials.grant.js';
+import { DeviceCodeGrant } from './grants/device-code.grant.js';
 import type { GrantHandler } from './grants/grant-handler.js';
 import { RefreshTokenGrant } from './grants/refresh-token.grant.js';
 import { OAuthError } from './oauth-error.js';
@@ -19,13 +20,14 @@ export class TokenService {
     private readonly metrics: Metrics,
     authorizationCode: AuthorizationCodeGrant,
     refreshToken: RefreshTokenGrant,
+    deviceCode: DeviceCodeGrant,
     clientCredentials: ClientCredentialsGrant,
   ) {
-    this.ssoGrants = grantMap(authorizationCode, refreshToken);
+    this.ssoGrants = grantMap(authorizationCode, refreshToken, deviceCode);
     this.identityGrants = grantMap(clientCredentials);
   }
 
-  /** POST /sso/token: authorization_code and refresh_token. */
+  /** POST /sso/token: authorization_code, refresh_token and the device grant (RFC 8628). */
   ssoToken(body: unknown, authorization: string | undefined, contentType: string | undefined): Promise<object> {
     return this.exchange(this.ssoGrants, body, authorization, contentType);
   }

@@ -5,20 +5,29 @@ import { Env, USER_ACCESS_TOKEN_TTL } from '../config/env.js';
 import { AccessTokens } from './access-tokens.service.js';
 import { RefreshTokensRepository } from './refresh-tokens.repository.js';
 
-/** Seed 000 token response; `scope` is null when the request carried none. */
+/**
+ * A token response of a user's grant. The helper's grants answer as seed 000 does (`scope: null`
+ * when the request carried none, always a refresh token); a grant the device flow began follows
+ * RFC 6749 §5.1 (no scope without one) and has a refresh token only for a client registered with
+ * the refresh_token grant.
+ */
 export interface UserTokenResponse {
   access_token: string;
   expires_in: number;
   token_type: 'bearer';
-  scope: string | null;
-  refresh_token: string;
+  scope?: string | null;
+  refresh_token?: string;
 }
+
+/** Which sign-in began a grant: the seed's helper, or the standard device flow (RFC 8628). */
+export type GrantFlow = 'helper' | 'device';
 
 export interface UserGrant {
   grantId: string;
   clientId: string;
   userId: string;
   scope: string | null;
+  flow: GrantFlow;
 }
 
 /** A refresh token about to be stored: the value for the client, the hash for the database. */
@@ -43,15 +52,16 @@ export class UserTokenIssuer {
     return { value, hash: sha256(value), lifetimeSeconds: this.env.REFRESH_TOKEN_TTL };
   }
 
-  /** Stores a new refresh token inside the caller's transaction and answers with the pair. */
-  async issue(manager: EntityManager, grant: UserGrant): Promise<UserTokenResponse> {
+  /** Stores a new refresh token inside the caller's transaction (unless told not to) and answers with the tokens. */
+  async issue(manager: EntityManager, grant: UserGrant, { withRefreshToken = true } = {}): Promise<UserTokenResponse> {
+    if (!withRefreshToken) return this.respond(grant);
     const refreshToken = this.newRefreshToken();
     await this.refreshTokens.insert(manager, { tokenHash: refreshToken.hash, grantId: grant.grantId, clientId: grant.clientId, lifetimeSeconds: refreshToken.lifetimeSeconds });
     return this.respond(grant, refreshToken);
   }
 
-  /** The response for a refresh token already stored: signs the access token. */
-  async respond(grant: UserGrant, refreshToken: NewRefreshToken): Promise<UserTokenResponse> {
+  /** The response for a refresh token already stored (or none): signs the access token. */
+  async respond(grant: UserGrant, refreshToken?: NewRefreshToken): Promise<UserTokenResponse> {
     const accessToken = await this.accessTokens.issue({
       subject: grant.userId,
       clientId: grant.clientId,
@@ -59,6 +69,12 @@ export class UserTokenIssuer {
       grantId: grant.grantId,
       lifetimeSeconds: USER_ACCESS_TOKEN_TTL,
     });
-    return { access_token: accessToken, expires_in: USER_ACCESS_TOKEN_TTL, token_type: 'bearer', scope: grant.scope, refresh_token: refreshToken.value };
+    return {
+      access_token: accessToken,
+      expires_in: USER_ACCESS_TOKEN_TTL,
+      token_type: 'bearer',
+      ...(grant.scope !== null || grant.flow === 'helper' ? { scope: grant.scope } : {}),
+      ...(refreshToken ? { refresh_token: refreshToken.value } : {}),
+    };
   }
 }

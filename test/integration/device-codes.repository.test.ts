@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dataSourceOptions, runMigrations } from '../../src/database/data-source.js';
-import { DeviceCodesRepository, type NewDeviceCode, SLOW_DOWN_STEP_SECONDS } from '../../src/device-flow/device-codes.repository.js';
+import { DeviceCodesRepository, type NewDeviceCode, SLOW_DOWN_STEP_SECONDS } from '../../src/token/device-codes.repository.js';
 import { generateUserCode } from '../../src/device-flow/user-code.js';
 import { createTestDatabase, query } from '../setup/database.js';
 
@@ -32,6 +32,11 @@ describe('DeviceCodesRepository', () => {
   /** As if the device's last poll was `seconds` ago. */
   const lastPolledAgo = (code: NewDeviceCode, seconds: number) =>
     query(url, `UPDATE device_codes SET last_polled_at = clock_timestamp() - make_interval(secs => $2) WHERE device_code_hash = $1`, [code.deviceCodeHash, seconds]);
+  /** The user signs in on the verification page and decides with the approval form they were given. */
+  const decide = async (code: NewDeviceCode, decision: 'approved' | 'denied') => {
+    const nonceHash = randomBytes(32);
+    return (await codes.signIn(code.userCode, userId, nonceHash)) && codes.decide(code.userCode, nonceHash, decision);
+  };
   const interval = async (code: NewDeviceCode) =>
     (await query<{ interval_seconds: number }>(url, 'SELECT interval_seconds FROM device_codes WHERE device_code_hash = $1', [code.deviceCodeHash]))[0].interval_seconds;
 
@@ -61,14 +66,27 @@ describe('DeviceCodesRepository', () => {
   it('shows a pending code to the verification page until it is decided, and takes one decision only', async () => {
     const code = await start({ scope: null });
     expect(await codes.findPending(code.userCode)).toEqual({ clientId: 'tv', scope: null });
-    expect(await codes.decide(code.userCode, userId, 'approved')).toBe(true);
-    expect(await codes.decide(code.userCode, userId, 'denied')).toBe(false);
+    const nonceHash = randomBytes(32);
+    expect(await codes.signIn(code.userCode, userId, nonceHash)).toBe(true);
+    expect(await codes.decide(code.userCode, nonceHash, 'approved')).toBe(true);
+    expect(await codes.decide(code.userCode, nonceHash, 'denied')).toBe(false);
     expect(await codes.findPending(code.userCode)).toBeNull();
+    expect(await codes.signIn(code.userCode, userId, randomBytes(32))).toBe(false);
+  });
+
+  it("takes a decision only from the latest sign-in's approval form", async () => {
+    const code = await start();
+    const [first, second] = [randomBytes(32), randomBytes(32)];
+    await codes.signIn(code.userCode, userId, first);
+    await codes.signIn(code.userCode, userId, second);
+    expect(await codes.decide(code.userCode, first, 'approved')).toBe(false);
+    expect(await codes.decide(code.userCode, randomBytes(32), 'approved')).toBe(false);
+    expect(await codes.decide(code.userCode, second, 'denied')).toBe(true);
   });
 
   it('hands an approved code over once, to its own client only', async () => {
     const code = await start();
-    await codes.decide(code.userCode, userId, 'approved');
+    await decide(code, 'approved');
     expect(await poll(code, 'other')).toEqual({ outcome: 'invalid' });
     expect(await poll(code)).toEqual({ outcome: 'approved', userId, scope: 'profile' });
     await lastPolledAgo(code, 60);
@@ -77,7 +95,7 @@ describe('DeviceCodesRepository', () => {
 
   it('keeps an approved code when the transaction that consumed it fails (the grant was never made)', async () => {
     const code = await start();
-    await codes.decide(code.userCode, userId, 'approved');
+    await decide(code, 'approved');
     await expect(
       dataSource.transaction(async (manager) => {
         expect(await codes.poll(manager, code.deviceCodeHash, 'tv')).toMatchObject({ outcome: 'approved' });
@@ -90,14 +108,14 @@ describe('DeviceCodesRepository', () => {
 
   it('answers denied after the user said no, and expired after the lifetime, by the database clock', async () => {
     const denied = await start();
-    await codes.decide(denied.userCode, userId, 'denied');
+    await decide(denied, 'denied');
     expect(await poll(denied)).toEqual({ outcome: 'denied' });
 
     const expired = await start();
     await query(url, `UPDATE device_codes SET expires_at = now() - interval '1 second' WHERE device_code_hash = $1`, [expired.deviceCodeHash]);
     expect(await poll(expired)).toEqual({ outcome: 'expired' });
     expect(await codes.findPending(expired.userCode)).toBeNull();
-    expect(await codes.decide(expired.userCode, userId, 'approved')).toBe(false);
+    expect(await decide(expired, 'approved')).toBe(false);
   });
 
   it('answers invalid for an unknown device code', async () => {
@@ -109,8 +127,8 @@ describe('DeviceCodesRepository', () => {
     const expired = await Promise.all([start(), start(), start()]);
     await query(url, `UPDATE device_codes SET expires_at = now() - interval '1 second' WHERE device_code_hash = ANY($1)`, [expired.map((code) => code.deviceCodeHash)]);
     const before = Number((await query<{ n: string }>(url, 'SELECT count(*) AS n FROM device_codes'))[0].n);
-    expect(await codes.purgeExpired(2)).toBe(2);
-    expect(await codes.purgeExpired(1000)).toBeGreaterThanOrEqual(1);
+    expect(await codes.purgeExpired(2)).toEqual({ deleted: 2, undecided: 2 });
+    expect((await codes.purgeExpired(1000)).deleted).toBeGreaterThanOrEqual(1);
     expect(await codes.findPending(live.userCode)).not.toBeNull();
     expect(Number((await query<{ n: string }>(url, 'SELECT count(*) AS n FROM device_codes'))[0].n)).toBeLessThanOrEqual(before - 3);
   });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { loadEnv } from '../../src/config/env.js';
-import { addressPrefix } from '../../src/oauth-helper/address-prefix.js';
+import { addressPrefix } from '../../src/common/http/address-prefix.js';
 import { PasswordCheckGate } from '../../src/users/password-check-gate.js';
 
 describe('addressPrefix', () => {

@@ -1,5 +1,6 @@
 import { Command, CommandRunner, Option } from 'nest-commander';
 import { collect, printJson } from '../../common/cli/output.js';
+import { DEVICE_CODE_GRANT, resolveGrantAlias } from '../client.entity.js';
 import { ClientsService, DEFAULT_GRANTS } from '../clients.service.js';
 
 interface Options {
@@ -31,9 +32,9 @@ export class ClientCreateCommand extends CommandRunner {
     return value;
   }
 
-  @Option({ flags: '--grant <grant>', description: `grant type, repeatable (default: ${DEFAULT_GRANTS.join(' ')})` })
+  @Option({ flags: '--grant <grant>', description: `grant type, repeatable (default: ${DEFAULT_GRANTS.join(' ')}; device_code stands for ${DEVICE_CODE_GRANT})` })
   parseGrant(value: string, previous?: string[]) {
-    return collect(value, previous);
+    return collect(resolveGrantAlias(value), previous);
   }
 
   @Option({ flags: '--redirect <pattern>', description: 'allowed redirect URL or private-range pattern, repeatable' })

@@ -47,7 +47,7 @@ export class AuthorizationCodeGrant implements GrantHandler<UserTokenResponse> {
         refreshTokenHash: refreshToken.hash,
         refreshTokenLifetimeSeconds: refreshToken.lifetimeSeconds,
       });
-      if (redeemed) return this.tokens.respond({ grantId, clientId: client.id, userId: redeemed.user_id, scope: grantScope }, refreshToken);
+      if (redeemed) return this.tokens.respond({ grantId, clientId: client.id, userId: redeemed.user_id, scope: grantScope, flow: 'helper' }, refreshToken);
     }
     // Not redeemable as presented: decide why under the row lock (and revoke on a replay).
     return inTokenTransaction(this.dataSource, async (manager) => {
@@ -68,9 +68,9 @@ export class AuthorizationCodeGrant implements GrantHandler<UserTokenResponse> {
         await this.codes.markConsumed(manager, codeHash, null);
         return invalidGrant(problem);
       }
-      const grantId = await this.grants.create(manager, { clientId: client.id, userId: code.user_id, scope: grantScope });
+      const grantId = await this.grants.create(manager, { clientId: client.id, userId: code.user_id, scope: grantScope, flow: 'helper' });
       await this.codes.markConsumed(manager, codeHash, grantId);
-      return this.tokens.issue(manager, { grantId, clientId: client.id, userId: code.user_id, scope: grantScope });
+      return this.tokens.issue(manager, { grantId, clientId: client.id, userId: code.user_id, scope: grantScope, flow: 'helper' });
     });
   }
 }

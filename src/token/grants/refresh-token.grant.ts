@@ -37,7 +37,7 @@ export class RefreshTokenGrant implements GrantHandler<UserTokenResponse> {
         successorHash: successor.hash,
         successorLifetimeSeconds: successor.lifetimeSeconds,
       });
-      if (rotated) return this.tokens.respond({ grantId: rotated.grant_id, clientId: client.id, userId: rotated.user_id, scope: rotated.scope }, successor);
+      if (rotated) return this.tokens.respond({ grantId: rotated.grant_id, clientId: client.id, userId: rotated.user_id, scope: rotated.scope, flow: rotated.flow }, successor);
     }
     // A narrowed scope, or a token that could not simply be rotated: decide under the row lock.
     return inTokenTransaction(this.dataSource, async (manager) => {
@@ -60,6 +60,7 @@ export class RefreshTokenGrant implements GrantHandler<UserTokenResponse> {
         clientId: client.id,
         userId: token.user_id,
         scope: requestedScope ? formatScope(requestedScope) : token.scope,
+        flow: token.flow,
       });
     });
   }

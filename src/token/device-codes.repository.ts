@@ -83,12 +83,28 @@ export class DeviceCodesRepository {
     return row ? { clientId: row.client_id, scope: row.scope } : null;
   }
 
-  /** Records the user's decision; false when the code is no longer pending (decided, expired, or unknown). */
-  async decide(userCode: string, userId: string, decision: 'approved' | 'denied'): Promise<boolean> {
+  /**
+   * A user signed in on the verification page: only the approval form carrying the value whose
+   * hash is stored here may decide (a later sign-in replaces it). False when no longer pending.
+   */
+  async signIn(userCode: string, userId: string, approvalNonceHash: Buffer): Promise<boolean> {
     const [, affected]: [unknown, number] = await this.dataSource.query(
-      `UPDATE device_codes SET status = $3, user_id = $2, decided_at = now()
+      `UPDATE device_codes SET signed_in_user_id = $2, approval_nonce_hash = $3
        WHERE user_code = $1 AND status = 'pending' AND expires_at > now()`,
-      [userCode, userId, decision],
+      [userCode, userId, approvalNonceHash],
+    );
+    return affected === 1;
+  }
+
+  /**
+   * The signed-in user's decision, once: false when the code is no longer pending (decided,
+   * expired, unknown) or the approval form is not the latest sign-in's.
+   */
+  async decide(userCode: string, approvalNonceHash: Buffer, decision: 'approved' | 'denied'): Promise<boolean> {
+    const [, affected]: [unknown, number] = await this.dataSource.query(
+      `UPDATE device_codes SET status = $3, user_id = signed_in_user_id, decided_at = now()
+       WHERE user_code = $1 AND approval_nonce_hash = $2 AND status = 'pending' AND expires_at > now()`,
+      [userCode, approvalNonceHash, decision],
     );
     return affected === 1;
   }
@@ -104,12 +120,15 @@ export class DeviceCodesRepository {
     return { outcome: row.outcome };
   }
 
-  /** Deletes up to `limit` expired authorizations; how many it deleted. */
-  async purgeExpired(limit: number): Promise<number> {
-    const [, deleted]: [unknown, number] = await this.dataSource.query(
-      `DELETE FROM device_codes WHERE device_code_hash IN (SELECT device_code_hash FROM device_codes WHERE expires_at <= now() LIMIT $1)`,
+  /** Deletes up to `limit` expired authorizations: how many, and how many of them no user had decided. */
+  async purgeExpired(limit: number): Promise<{ deleted: number; undecided: number }> {
+    const [row]: { deleted: number; undecided: number }[] = await this.dataSource.query(
+      `WITH purged AS (
+         DELETE FROM device_codes WHERE device_code_hash IN (SELECT device_code_hash FROM device_codes WHERE expires_at <= now() LIMIT $1)
+         RETURNING status)
+       SELECT count(*)::int AS deleted, (count(*) FILTER (WHERE status = 'pending'))::int AS undecided FROM purged`,
       [limit],
     );
-    return deleted;
+    return row;
   }
 }

@@ -1,7 +1,7 @@
 import ipaddr from 'ipaddr.js';
 
 /**
- * The part of a client address the login slow-down counts: an IPv4 address as it is, an IPv6
+ * The part of a client address the slow-downs (sign-in, user-code entry) count: an IPv4 address as it is, an IPv6
  * address by its /64 (one subscriber gets a whole /64, so counting single IPv6 addresses would
  * give an attacker 2^64 fresh ones). IPv4-mapped IPv6 counts as the IPv4 address.
  */

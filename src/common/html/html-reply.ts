@@ -1,0 +1,53 @@
+import { timingSafeEqual } from 'node:crypto';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { STYLE_HASH } from './page-layout.js';
+
+/** A server-rendered page as a controller answers it. */
+export interface HtmlPage {
+  status: number;
+  html: string;
+  /** Seconds, for a 429 or 503. */
+  retryAfter?: number;
+  /** Another origin the page's form leads to (a device's redirect URL), allowed by form-action. */
+  formTargetOrigin?: string;
+}
+
+/**
+ * The CSRF cookie of a page with a form (double submit). Over https it is a `__Host-` cookie
+ * (Secure, Path=/, no Domain), which a sibling subdomain or a plain-http page cannot set or
+ * overwrite (RFC 6265bis §4.1.3.2). Over plain http (local development) browsers refuse Secure
+ * cookies, so it keeps a plain name scoped to the page.
+ */
+export const csrfCookie = (request: FastifyRequest, pagePath: string) =>
+  request.protocol === 'https' ? { name: '__Host-vc_csrf', path: '/', secure: true } : { name: 'vc_csrf', path: pagePath, secure: false };
+
+/** The CSRF token the request's cookie carries, if any. */
+export const csrfCookieValue = (request: FastifyRequest, pagePath: string): string | undefined => request.cookies[csrfCookie(request, pagePath).name];
+
+/** Whether the form's token is the cookie's, compared in constant time. */
+export function csrfMatches(cookie: string | undefined, submitted: string | undefined): boolean {
+  if (!cookie || !submitted) return false;
+  const [a, b] = [Buffer.from(cookie), Buffer.from(submitted)];
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+/**
+ * Sends a page with its CSRF cookie and the headers every page of the service carries: never
+ * cached, no referrer, no framing (`frame-ancestors 'none'`), no script, forms only to itself.
+ */
+export function sendHtmlPage(request: FastifyRequest, reply: FastifyReply, page: HtmlPage, csrf: { token: string; pagePath: string }): void {
+  if (page.retryAfter !== undefined) void reply.header('Retry-After', String(page.retryAfter));
+  // Chrome applies form-action to the redirect that follows a POST, so a device's origin is allowed too.
+  const formAction = ["'self'", page.formTargetOrigin].filter(Boolean).join(' ');
+  const cookie = csrfCookie(request, csrf.pagePath);
+  void reply
+    .header('Cache-Control', 'no-store')
+    .header('Referrer-Policy', 'no-referrer')
+    .setCookie(cookie.name, csrf.token, { path: cookie.path, secure: cookie.secure, httpOnly: true, sameSite: 'strict' })
+    .header('Content-Security-Policy', `default-src 'none'; style-src ${STYLE_HASH}; form-action ${formAction}; frame-ancestors 'none'; base-uri 'none'`)
+    .header('X-Frame-Options', 'DENY')
+    .header('X-Content-Type-Options', 'nosniff')
+    .type('text/html; charset=utf-8')
+    .status(page.status)
+    .send(page.html);
+}

@@ -1,0 +1,68 @@
+import { createHash } from 'node:crypto';
+
+// The service's server-rendered pages (sign-in, device verification): no JavaScript, one inline
+// style block allowed by its hash in the Content-Security-Policy, readable from a phone to a desktop.
+
+const STYLE = `
+:root { color-scheme: light dark; --accent: #0b5cad; --error: #b00020; --muted: #5f6368; }
+* { box-sizing: border-box; }
+body { margin: 0; font: 16px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; display: grid; place-items: center; min-height: 100vh; padding: 1rem; }
+main { width: 100%; max-width: 24rem; }
+h1 { font-size: 1.5rem; margin: 0 0 .25rem; }
+p { margin: 0 0 1rem; }
+label { display: block; font-weight: 600; margin: 1rem 0 .25rem; }
+input { width: 100%; font: inherit; padding: .65rem .75rem; border: 1px solid #8a8a8a; border-radius: .375rem; }
+input:focus, button:focus { outline: 3px solid var(--accent); outline-offset: 2px; }
+button { width: 100%; margin-top: 1.5rem; font: inherit; font-weight: 600; padding: .75rem; border: 0; border-radius: .375rem; background: var(--accent); color: #fff; cursor: pointer; }
+button.secondary { margin-top: .75rem; background: transparent; color: var(--accent); border: 1px solid var(--accent); }
+.error { color: var(--error); border-left: 4px solid var(--error); padding-left: .75rem; }
+.code { font: 600 1.5rem/1.2 ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; letter-spacing: .15em; text-transform: uppercase; }
+.hint { color: var(--muted); font-size: .875rem; margin-top: .25rem; }
+ul.scopes { margin: 0 0 1rem; padding-left: 1.25rem; }
+@media (prefers-color-scheme: dark) { :root { --accent: #5ea8ff; --error: #ff8a80; --muted: #b0b4ba; } button { color: #000; } button.secondary { color: var(--accent); } }
+`;
+
+export const STYLE_HASH = `'sha256-${createHash('sha256').update(STYLE).digest('base64')}'`;
+
+export const escapeHtml = (text: string) =>
+  text.replace(/[&<>"']/g, (char) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[char]!);
+
+/** A whole page around `body` (already escaped HTML). */
+export function pageLayout(title: string, body: string): string {
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+<title>${escapeHtml(title)}</title>
+<style>${STYLE}</style>
+</head>
+<body>
+<main>
+${body}
+</main>
+</body>
+</html>
+`;
+}
+
+/** A page that only says something: a heading and one paragraph. */
+export function messagePage(title: string, message: string): string {
+  return pageLayout(title, `<h1>${escapeHtml(title)}</h1>\n<p>${escapeHtml(message)}</p>`);
+}
+
+/** An error message above a form, announced to screen readers; '' without one. */
+export const errorParagraph = (error: string | undefined, id: string) => (error ? `<p class="error" role="alert" id="${id}">${escapeHtml(error)}</p>\n` : '');
+
+/** The username and password inputs of a sign-in form, with the focus where the user types next. */
+export function credentialInputs(username: string | undefined, describedById?: string): string {
+  const describedBy = describedById ? ` aria-describedby="${describedById}"` : '';
+  return `<label for="username">Username</label>
+<input id="username" name="username" type="text" autocomplete="username" autocapitalize="none" spellcheck="false" required value="${escapeHtml(username ?? '')}"${describedBy}${username ? '' : ' autofocus'}>
+<label for="password">Password</label>
+<input id="password" name="password" type="password" autocomplete="current-password" required${describedBy}${username ? ' autofocus' : ''}>`;
+}
+
+/** A hidden form field. */
+export const hiddenInput = (name: string, value: string) => `<input type="hidden" name="${name}" value="${escapeHtml(value)}">`;

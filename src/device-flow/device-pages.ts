@@ -1,0 +1,66 @@
+import { credentialInputs, errorParagraph, escapeHtml, hiddenInput, pageLayout } from '../common/html/page-layout.js';
+import { displayUserCode } from './user-code.js';
+
+// The three steps of the verification page (RFC 8628 §3.3): enter the code, sign in, approve or
+// deny. Every form posts to /sso/device; the steps carry the code forward in a hidden field.
+
+const ACTION = '/sso/device';
+
+/** Step 1: the code the device shows (pre-filled from verification_uri_complete, still to be confirmed). */
+export function codeEntryPage(form: { csrfToken: string; userCode?: string; error?: string }): string {
+  const describedBy = form.error ? 'code-error code-hint' : 'code-hint';
+  return pageLayout(
+    'Connect a device',
+    `<h1>Connect a device</h1>
+<p>Enter the code shown on your device.</p>
+${errorParagraph(form.error, 'code-error')}<form method="post" action="${ACTION}" novalidate>
+${hiddenInput('csrf_token', form.csrfToken)}
+<label for="user_code">Code</label>
+<input id="user_code" name="user_code" class="code" type="text" inputmode="text" autocomplete="off" autocapitalize="characters" spellcheck="false" required maxlength="64" value="${escapeHtml(form.userCode ?? '')}" aria-describedby="${describedBy}" autofocus>
+<p class="hint" id="code-hint">8 letters, like BCDF-GHJK. Upper or lower case, with or without the dash.</p>
+<button type="submit">Continue</button>
+</form>`,
+  );
+}
+
+export interface DeviceRequestView {
+  userCode: string;
+  clientName: string;
+  csrfToken: string;
+}
+
+/** Step 2: sign in, with the client named so the user sees what they are connecting. */
+export function deviceSignInPage(view: DeviceRequestView & { username?: string; error?: string }): string {
+  return pageLayout(
+    'Sign in',
+    `<h1>Sign in</h1>
+<p>to connect <strong>${escapeHtml(view.clientName)}</strong> with the code <span class="code">${displayUserCode(view.userCode)}</span></p>
+${errorParagraph(view.error, 'login-error')}<form method="post" action="${ACTION}" novalidate>
+${hiddenInput('csrf_token', view.csrfToken)}
+${hiddenInput('user_code', view.userCode)}
+${credentialInputs(view.username, view.error ? 'login-error' : undefined)}
+<button type="submit">Sign in</button>
+</form>`,
+  );
+}
+
+/** Step 3: the decision, naming the client and the scopes (RFC 8628 §5.4: the user confirms what the device asks). */
+export function approvalPage(view: DeviceRequestView & { username: string; scopes: string[]; approvalNonce: string }): string {
+  const asks = view.scopes.length
+    ? `<p>It asks for:</p>\n<ul class="scopes">${view.scopes.map((scope) => `<li>${escapeHtml(scope)}</li>`).join('')}</ul>`
+    : '<p>It asks to act for you on your account.</p>';
+  return pageLayout(
+    'Connect this device?',
+    `<h1>Connect <strong>${escapeHtml(view.clientName)}</strong>?</h1>
+<p>You are signed in as <strong>${escapeHtml(view.username)}</strong>.</p>
+${asks}
+<p>Approve only if you started this on your device and it shows the code <span class="code">${displayUserCode(view.userCode)}</span>.</p>
+<form method="post" action="${ACTION}">
+${hiddenInput('csrf_token', view.csrfToken)}
+${hiddenInput('user_code', view.userCode)}
+${hiddenInput('approval', view.approvalNonce)}
+<button type="submit" name="decision" value="approve">Approve</button>
+<button type="submit" name="decision" value="deny" class="secondary">Deny</button>
+</form>`,
+  );
+}
