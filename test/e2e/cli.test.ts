@@ -394,3 +394,14 @@ describe('the CLI itself', () => {
     expectFailure(await runCli(['client:list'], { env: { PORT: 'abc' } }), /^error: Invalid configuration: PORT must be an integer number \(got "abc"\)$/m);
   });
 });
+
+describe('client:create for the device flow (RFC 8628)', () => {
+  it('takes the grant by its full name or the alias device_code, and stores the full name', async () => {
+    const full = parseSuccess<ClientView>(await runCli(['client:create', '--name', 'Bridge TV', '--grant', 'urn:ietf:params:oauth:grant-type:device_code', '--grant', 'refresh_token']));
+    const alias = parseSuccess<ClientView>(await runCli(['client:create', '--name', 'Galley TV', '--grant', 'device_code']));
+    expect(full.grants).toEqual(['urn:ietf:params:oauth:grant-type:device_code', 'refresh_token']);
+    expect(alias.grants).toEqual(['urn:ietf:params:oauth:grant-type:device_code']);
+    const [stored] = await query<{ grants: string[] }>(databaseUrl, 'SELECT grants FROM clients WHERE id = $1', [alias.client_id]);
+    expect(stored.grants).toEqual(['urn:ietf:params:oauth:grant-type:device_code']);
+  });
+});

@@ -84,7 +84,7 @@ describe('the standard device flow (RFC 8628)', () => {
     });
 
     it('is listed in the metadata with the grant (RFC 8414, RFC 8628 §4)', async () => {
-      const metadata = await (await fetch(`${app.baseUrl}/.well-known/oauth-authorization-server`)).json();
+      const metadata = (await (await fetch(`${app.baseUrl}/.well-known/oauth-authorization-server`)).json()) as Record<string, unknown>;
       expect(metadata.device_authorization_endpoint).toBe(`${app.baseUrl}/sso/device_authorization`);
       expect(metadata.grant_types_supported).toContain(DEVICE_GRANT);
     });

@@ -54,15 +54,15 @@ describe('HTTP basics', () => {
     expect(Object.keys(document.paths)).toEqual(expect.arrayContaining(['/health', '/health/live', '/.well-known/jwks.json']));
   });
 
-  it('documents the refusals of the OAuth form routes, the publish route and the login form in the OpenAPI description', async () => {
+  it('documents the refusals of the OAuth form routes, the publish route, the login form and the device verification form in the OpenAPI description', async () => {
     type Operation = { responses: Record<string, unknown> };
     const { paths } = (await (await fetch(`${app.baseUrl}/docs-json`)).json()) as { paths: Record<string, Record<string, Operation>> };
     const statuses = (path: string, method: string) => Object.keys(paths[path][method].responses).sort();
-    for (const path of ['/sso/token', '/sso/introspect', '/sso/revoke', '/public/api/oauth2/token']) {
+    for (const path of ['/sso/token', '/sso/device_authorization', '/sso/introspect', '/sso/revoke', '/public/api/oauth2/token']) {
       expect(statuses(path, 'post')).toEqual(expect.arrayContaining(['400', '401', '413', '415']));
     }
     expect(statuses('/voyage/notification/v1/notifications', 'post')).toEqual(expect.arrayContaining(['400', '413']));
-    expect(statuses('/sso/authorize', 'post')).toEqual(expect.arrayContaining(['429', '503']));
+    for (const path of ['/sso/authorize', '/sso/device']) expect(statuses(path, 'post')).toEqual(expect.arrayContaining(['429', '503']));
   });
 
   it('serves the JWKS with public parts only and a JWK-set media type', async () => {
