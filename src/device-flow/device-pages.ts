@@ -17,7 +17,7 @@ ${errorParagraph(form.error, 'code-error')}<form method="post" action="${ACTION}
 ${hiddenInput('csrf_token', form.csrfToken)}
 <label for="user_code">Code</label>
 <input id="user_code" name="user_code" class="code" type="text" inputmode="text" autocomplete="off" autocapitalize="characters" spellcheck="false" required maxlength="64" value="${escapeHtml(form.userCode ?? '')}" aria-describedby="${describedBy}" autofocus>
-<p class="hint" id="code-hint">8 letters, like BCDF-GHJK. Upper or lower case, with or without the dash.</p>
+<p class="hint" id="code-hint">The 8 letters on your device's screen, in upper or lower case, with or without the dash.</p>
 <button type="submit">Continue</button>
 </form>`,
   );
@@ -50,11 +50,12 @@ export function approvalPage(view: DeviceRequestView & { username: string; scope
     ? `<p>It asks for:</p>\n<ul class="scopes">${view.scopes.map((scope) => `<li>${escapeHtml(scope)}</li>`).join('')}</ul>`
     : '<p>It asks to act for you on your account.</p>';
   return pageLayout(
-    'Connect this device?',
+    `Connect ${view.clientName}?`,
     `<h1>Connect <strong>${escapeHtml(view.clientName)}</strong>?</h1>
 <p>You are signed in as <strong>${escapeHtml(view.username)}</strong>.</p>
 ${asks}
-<p>Approve only if you started this on your device and it shows the code <span class="code">${displayUserCode(view.userCode)}</span>.</p>
+<p>Approve only if you started this on your device and it shows this code:</p>
+<p class="code">${displayUserCode(view.userCode)}</p>
 <form method="post" action="${ACTION}">
 ${hiddenInput('csrf_token', view.csrfToken)}
 ${hiddenInput('user_code', view.userCode)}

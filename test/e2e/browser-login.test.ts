@@ -1,12 +1,12 @@
 import { createServer, type Server } from 'node:http';
-import { chromium, type Browser, type BrowserContext } from 'playwright-core';
+import type { Browser, BrowserContext } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient, createUser } from '../factories/oauth.factory.js';
 import type { HelperConfigResponse as HelperConfig } from '../factories/state.factory.js';
 import { freePort } from '../setup/free-port.js';
+import { launchChromium } from '../setup/chromium.js';
 import { startTestApp, type TestApp } from '../setup/test-app.js';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 
 /** The device's own callback on the LAN: records what the browser brings back. */
 async function startDeviceListener() {
@@ -36,10 +36,7 @@ describe('the login page in a real browser (JavaScript off)', () => {
 
   beforeAll(async () => {
     app = await startTestApp({ CODE_POLL_MIN_INTERVAL: '0' });
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
-    });
+    browser = await launchChromium();
   });
   afterAll(async () => {
     await browser?.close();

@@ -16,7 +16,9 @@ input:focus, button:focus { outline: 3px solid var(--accent); outline-offset: 2p
 button { width: 100%; margin-top: 1.5rem; font: inherit; font-weight: 600; padding: .75rem; border: 0; border-radius: .375rem; background: var(--accent); color: #fff; cursor: pointer; }
 button.secondary { margin-top: .75rem; background: transparent; color: var(--accent); border: 1px solid var(--accent); }
 .error { color: var(--error); border-left: 4px solid var(--error); padding-left: .75rem; }
-.code { font: 600 1.5rem/1.2 ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; letter-spacing: .15em; text-transform: uppercase; }
+.code { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-weight: 600; letter-spacing: .1em; white-space: nowrap; }
+input.code { font-size: 1.5rem; letter-spacing: .15em; text-transform: uppercase; }
+p.code { font-size: 1.75rem; text-align: center; padding: .5rem; border: 1px dashed #8a8a8a; border-radius: .375rem; }
 .hint { color: var(--muted); font-size: .875rem; margin-top: .25rem; }
 ul.scopes { margin: 0 0 1rem; padding-left: 1.25rem; }
 @media (prefers-color-scheme: dark) { :root { --accent: #5ea8ff; --error: #ff8a80; --muted: #b0b4ba; } button { color: #000; } button.secondary { color: var(--accent); } }
