@@ -6,9 +6,11 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ensureDatabase, type EmbeddedPostgres, startEmbeddedPostgres } from '../../src/database/embedded-postgres.js';
 import { HousekeepingService } from '../../src/token/housekeeping.service.js';
 import { clientToken, PUBLISH_SCOPE, type PublishBody, publish, SUBSCRIBE_SCOPE, validNotification } from '../factories/notification.factory.js';
+import { DEVICE_GRANT, pollDeviceToken, startDeviceAuthorization } from '../factories/device-flow.factory.js';
 import { createClient, type TestClient } from '../factories/oauth.factory.js';
 import { issueState } from '../factories/state.factory.js';
 import { openStream, type Stream } from '../factories/stream.factory.js';
+import { credentials, postForm, storedHash } from '../factories/token-flow.factory.js';
 import { query } from '../setup/database.js';
 import { freePort } from '../setup/free-port.js';
 import { startSecondInstance } from '../setup/instances.js';
@@ -173,6 +175,36 @@ describe('locks and bad input on the publish path', () => {
   });
 });
 
+describe('locks on the device flow', () => {
+  let app: TestApp;
+  let tv: TestClient;
+
+  beforeAll(async () => {
+    app = await startTestApp();
+    tv = await createClient(app, { grants: [DEVICE_GRANT] });
+  });
+  afterAll(() => app?.close());
+
+  it('bounds a poll that waits behind a lock on its device code, keeps other devices polling, and does not count the refused poll', async () => {
+    const [locked, other] = [await startDeviceAuthorization(app, tv), await startDeviceAuthorization(app, tv)];
+    const lock = await holdLock(app.databaseUrl, ['SELECT 1 FROM device_codes WHERE device_code_hash = $1 FOR UPDATE'], [storedHash(locked.device_code)]);
+    try {
+      const stuck = timed(() => pollDeviceToken(app, tv, locked.device_code));
+      const free = await timed(() => pollDeviceToken(app, tv, other.device_code));
+      expect(free.answer.body).toMatchObject({ error: 'authorization_pending' });
+      expect(free.ms).toBeLessThan(1_000);
+      const { answer, ms } = await stuck;
+      expect(answer.status).toBe(503);
+      expect(answer.body).toMatchObject({ error: 'temporarily_unavailable' });
+      expect(answer.headers.get('retry-after')).toBe('1');
+      expect(ms).toBeLessThan(LOCK_HOLD_MS);
+    } finally {
+      await lock.release();
+    }
+    expect((await pollDeviceToken(app, tv, locked.device_code)).body).toMatchObject({ error: 'authorization_pending' });
+  });
+});
+
 describe('retention', () => {
   let app: TestApp;
   let publisherToken: string;
@@ -245,6 +277,8 @@ describe('while PostgreSQL is unreachable', () => {
     const uncached = await createClient(app, { grants: ['client_credentials'], scopes: [SUBSCRIBE_SCOPE] });
     const publisherToken = await clientToken(app, publisher, PUBLISH_SCOPE);
     const { state } = await issueState(app, helperClient.id);
+    const tv = await createClient(app, { grants: [DEVICE_GRANT] });
+    const { device_code } = await startDeviceAuthorization(app, tv);
     const calls = {
       publish: () => publish(app, publisherToken, validNotification(publisher.id)).then((answer) => ({ status: answer.status, headers: answer.headers, body: answer.body })),
       token: async () => {
@@ -255,6 +289,8 @@ describe('while PostgreSQL is unreachable', () => {
         const response = await fetch(`${app.baseUrl}/external/oauth2helper/code/get/${helperClient.id}?state=${state}`);
         return { status: response.status, headers: response.headers, body: (await response.json()) as Record<string, unknown> };
       },
+      deviceAuthorization: () => postForm(app, '/sso/device_authorization', credentials(tv)),
+      devicePoll: () => pollDeviceToken(app, tv, device_code),
     };
     await server.stop();
 
@@ -271,5 +307,7 @@ describe('while PostgreSQL is unreachable', () => {
     expect((await calls.token()).status).toBe(200);
     const fresh = await issueState(app, helperClient.id);
     expect((await fetch(`${app.baseUrl}/external/oauth2helper/code/get/${helperClient.id}?state=${fresh.state}`)).status).toBe(404); // no code yet
+    // The polls refused during the outage were not recorded: this one is not slow_down.
+    expect((await calls.devicePoll()).body).toMatchObject({ error: 'authorization_pending' });
   });
 });
