@@ -1,12 +1,20 @@
 /**
  * Example device: signs a user in through the voyage-connect helper (seed 000) and keeps a fresh
- * access token. Dependency-free (Node 20 fetch, http, crypto), to copy into a device's code base.
+ * access token, or through the standard device flow (RFC 8628). Needs only Node 20 (fetch, http,
+ * crypto), and the qrcode package for the device flow's QR code (loaded only in that mode): to copy
+ * into a device's code base.
  *
- *   CLIENT_ID=… CLIENT_SECRET=… npx tsx examples/device-client.ts [--redirect] [--api http://localhost:3000]
+ *   CLIENT_ID=… CLIENT_SECRET=… npx tsx examples/device-client.ts [--redirect] [--scope …] [--api http://localhost:3000]
+ *   CLIENT_ID=… CLIENT_SECRET=… npx tsx examples/device-client.ts --device-flow [--scope …] [--api http://localhost:3000]
  *
  * Without --redirect it polls code_url every 5 s (the polling flow). With --redirect it listens on
  * 127.0.0.1 and receives the code at its own callback URL (the client must have a matching
  * redirect pattern, e.g. http://127.0.0.0/8:*\/callback). It always uses PKCE (S256).
+ *
+ * With --device-flow (the client must have the urn:ietf:params:oauth:grant-type:device_code grant)
+ * it shows the address, the user code and a QR code for the user to approve on a phone or
+ * computer, polls /sso/token as RFC 8628 §3.5 says (each outcome on stderr as `poll: <error>`),
+ * prints the access token once approved and exits; 1 if the user denied or the code expired.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
@@ -22,16 +30,35 @@ interface TokenResponse {
   access_token: string;
   expires_in: number;
   token_type: string;
-  scope: string | null;
+  /** Absent from the device grant's response when the grant has no scope. */
+  scope?: string | null;
   refresh_token: string;
 }
 
+/** RFC 8628 §3.2. */
+interface DeviceAuthorization {
+  device_code: string;
+  user_code: string;
+  verification_uri: string;
+  verification_uri_complete?: string;
+  expires_in: number;
+  interval?: number;
+}
+
+/** Only a client registered with the refresh_token grant gets a refresh token here. */
+type DeviceTokenResponse = Omit<TokenResponse, 'refresh_token'> & { refresh_token?: string };
+
 const POLL_INTERVAL_MS = 5_000;
+const DEVICE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
+/** RFC 8628 §3.5: what each slow_down adds to the interval. */
+const SLOW_DOWN_STEP_MS = 5_000;
+const EXPIRED = 'The code expired before it was approved: run again for a new one.';
 
 const { values: options } = parseArgs({
   options: {
     api: { type: 'string', default: process.env.VOYAGE_API_URL ?? 'http://localhost:3000' },
     redirect: { type: 'boolean', default: false },
+    'device-flow': { type: 'boolean', default: false },
     scope: { type: 'string' },
     // Refresh when the access token has this many seconds left.
     'refresh-margin': { type: 'string', default: '60' },
@@ -40,10 +67,16 @@ const { values: options } = parseArgs({
   },
 });
 
+if (options['device-flow'] && options.redirect) {
+  console.error('--device-flow and --redirect are two different flows: choose one.');
+  process.exit(2);
+}
+
 const clientId = required('CLIENT_ID');
 const clientSecret = required('CLIENT_SECRET');
 
 async function main() {
+  if (options['device-flow']) return deviceFlow();
   const verifier = randomBytes(32).toString('base64url');
   const challenge = createHash('sha256').update(verifier).digest('base64url');
   const callback = options.redirect ? await startCallbackListener() : undefined;
@@ -86,6 +119,54 @@ async function pollForCode(codeUrl: string): Promise<string> {
   }
 }
 
+/** RFC 8628: the user approves on another device; this one only shows where and polls. */
+async function deviceFlow() {
+  const authorization = await json<DeviceAuthorization>(
+    await postWithClient(new URL('/sso/device_authorization', options.api), options.scope ? { scope: options.scope } : {}),
+    'device authorization',
+  );
+  log(`On a phone or computer, open this address:\n\n  ${authorization.verification_uri}\n\nand enter the code:\n\n  ${authorization.user_code}\n`);
+  if (authorization.verification_uri_complete) {
+    const { default: QRCode } = await import('qrcode');
+    const qr = await QRCode.toString(authorization.verification_uri_complete, { type: 'terminal', small: true });
+    log(`Or scan this QR code (it brings the code along):\n\n${qr}`);
+  }
+  const tokens = await pollForDeviceTokens(authorization);
+  log('Approved.');
+  describe(tokens);
+}
+
+/** RFC 8628 §3.5: one poll per interval, 5 s longer for good after each slow_down, until the code expires. */
+async function pollForDeviceTokens({ device_code, expires_in, interval }: DeviceAuthorization): Promise<DeviceTokenResponse> {
+  const tokenUrl = new URL('/sso/token', options.api);
+  const deadline = Date.now() + expires_in * 1000;
+  let intervalMs = interval === undefined ? POLL_INTERVAL_MS : interval * 1000;
+  for (;;) {
+    await sleep(intervalMs);
+    if (Date.now() >= deadline) throw new Error(EXPIRED);
+    const response = await postWithClient(tokenUrl, { grant_type: DEVICE_GRANT, device_code });
+    const body = await response.text();
+    if (response.ok) return JSON.parse(body) as DeviceTokenResponse;
+    const error = oauthError(body) ?? String(response.status);
+    if (error === 'slow_down') intervalMs += SLOW_DOWN_STEP_MS;
+    const again = error === 'authorization_pending' || error === 'slow_down';
+    console.error(`poll: ${error}${again ? `; next in ${intervalMs / 1000} s` : ''}`);
+    if (again) continue;
+    if (error === 'access_denied') throw new Error('Access was denied: the user declined on the verification page.');
+    if (error === 'expired_token') throw new Error(EXPIRED);
+    throw new Error(`token request failed: ${response.status} ${body}`);
+  }
+}
+
+/** The `error` of an RFC 6749 §5.2 error response, if the body is one. */
+function oauthError(body: string): string | undefined {
+  try {
+    return (JSON.parse(body) as { error?: string }).error;
+  } catch {
+    return undefined;
+  }
+}
+
 /** A tiny listener on the loopback address: the browser brings the code to it after sign-in. */
 async function startCallbackListener() {
   let deliver: (code: string) => void;
@@ -104,12 +185,16 @@ async function startCallbackListener() {
 
 /** Endpoint 3 with client_secret_post, as the seed describes. */
 async function requestTokens(tokenUrl: string, grant: Record<string, string>): Promise<TokenResponse> {
-  const response = await fetch(tokenUrl, {
+  return json<TokenResponse>(await postWithClient(tokenUrl, grant), 'token request');
+}
+
+/** A form POST authenticated with client_secret_post. */
+function postWithClient(url: string | URL, fields: Record<string, string>): Promise<Response> {
+  return fetch(url, {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({ ...grant, client_id: clientId, client_secret: clientSecret }),
+    body: new URLSearchParams({ ...fields, client_id: clientId, client_secret: clientSecret }),
   });
-  return json<TokenResponse>(response, 'token request');
 }
 
 async function json<T>(response: Response, what: string): Promise<T> {
@@ -119,7 +204,7 @@ async function json<T>(response: Response, what: string): Promise<T> {
 }
 
 /** Never prints a whole token: enough to recognise it, not enough to use it. */
-function describe(tokens: TokenResponse) {
+function describe(tokens: DeviceTokenResponse) {
   const claims = JSON.parse(Buffer.from(tokens.access_token.split('.')[1], 'base64url').toString());
   log(`Access token for ${claims.sub} (scope ${tokens.scope ?? 'none'}), expires in ${tokens.expires_in} s: ${tokens.access_token.slice(0, 12)}…`);
 }
