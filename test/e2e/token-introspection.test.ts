@@ -236,7 +236,7 @@ describe('token introspection and revocation', () => {
   });
 
   describe('GET /.well-known/oauth-authorization-server', () => {
-    it('lists issuer, endpoints, JWKS, grant types, both client authentication methods and S256 (RFC 8414)', async () => {
+    it('lists issuer, endpoints (the device authorization endpoint of RFC 8628 too), JWKS, grant types, both client authentication methods and S256 (RFC 8414)', async () => {
       const response = await fetch(`${app.baseUrl}/.well-known/oauth-authorization-server`);
       expect(response.status).toBe(200);
       expect(response.headers.get('content-type')).toBe('application/json; charset=utf-8');
@@ -245,12 +245,13 @@ describe('token introspection and revocation', () => {
         issuer: app.baseUrl,
         authorization_endpoint: `${app.baseUrl}/sso/authorize`,
         token_endpoint: `${app.baseUrl}/sso/token`,
+        device_authorization_endpoint: `${app.baseUrl}/sso/device_authorization`,
         introspection_endpoint: `${app.baseUrl}/sso/introspect`,
         revocation_endpoint: `${app.baseUrl}/sso/revoke`,
         jwks_uri: `${app.baseUrl}/.well-known/jwks.json`,
         response_types_supported: ['code'],
         response_modes_supported: ['query'],
-        grant_types_supported: ['authorization_code', 'refresh_token'],
+        grant_types_supported: ['authorization_code', 'refresh_token', 'urn:ietf:params:oauth:grant-type:device_code'],
         token_endpoint_auth_methods_supported: authMethods,
         introspection_endpoint_auth_methods_supported: authMethods,
         revocation_endpoint_auth_methods_supported: authMethods,
@@ -322,7 +323,7 @@ describe('HousekeepingService.purge()', () => {
     expect(await app.get(HousekeepingService).purge()).toBe(0);
   });
 
-  it('deletes expired device authorizations (RFC 8628) with the rest, and only those', async () => {
+  it('deletes expired device authorizations (RFC 8628) with the rest, and only those, counting the undecided one as expired', async () => {
     const insert = (hash: Buffer, userCode: string, lifetime: string) =>
       query(
         app.databaseUrl,
@@ -332,9 +333,12 @@ describe('HousekeepingService.purge()', () => {
     const [expired, live] = [randomBytes(32), randomBytes(32)];
     await insert(expired, 'BBBBBBBB', '-1 second');
     await insert(live, 'CCCCCCCC', '10 minutes');
+    const expiredCount = async () => Number(/^device_authorizations_total\{event="expired"\} (\d+)/m.exec(await (await fetch(`${app.baseUrl}/metrics`)).text())?.[1] ?? 0);
+    const before = await expiredCount();
     expect(await app.get(HousekeepingService).purge()).toBe(1);
     expect(await count('device_codes', 'device_code_hash', expired)).toBe(0);
     expect(await count('device_codes', 'device_code_hash', live)).toBe(1);
+    expect(await expiredCount()).toBe(before + 1);
   });
 
   it('deletes an old grant once it has no refresh tokens left, after which its access tokens introspect inactive', async () => {
