@@ -1,8 +1,7 @@
 import { Body, Controller, Get, Post, Query, Req, Res } from '@nestjs/common';
 import { ApiConsumes, ApiOkResponse, ApiOperation, ApiServiceUnavailableResponse, ApiTags, ApiTooManyRequestsResponse } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { randomToken } from '../common/crypto/opaque-token.js';
-import { csrfCookieValue, sendHtmlPage } from '../common/html/html-reply.js';
+import { csrfCookieValue, newCsrfToken, pageCsrfToken, sendHtmlPage } from '../common/html/html-reply.js';
 import { DeviceVerificationService } from './device-verification.service.js';
 
 const PAGE_PATH = '/sso/device';
@@ -16,7 +15,7 @@ export class DeviceVerificationController {
   @ApiOperation({ summary: 'Verification page (HTML): the code form, pre-filled from `?user_code=` (verification_uri_complete)' })
   @ApiOkResponse({ description: 'text/html form with the input user_code' })
   show(@Query() query: unknown, @Req() request: FastifyRequest, @Res() reply: FastifyReply) {
-    const csrfToken = csrfCookieValue(request, PAGE_PATH) || randomToken(32);
+    const csrfToken = pageCsrfToken(request, PAGE_PATH);
     sendHtmlPage(request, reply, this.verification.show(query, csrfToken), { token: csrfToken, pagePath: PAGE_PATH });
   }
 
@@ -31,7 +30,7 @@ export class DeviceVerificationController {
   @ApiServiceUnavailableResponse({ description: 'the sign-in form again: every password check slot is busy; `Retry-After: 1`' })
   async submit(@Body() body: unknown, @Req() request: FastifyRequest, @Res() reply: FastifyReply) {
     // Every answer carries a fresh token: the next form is rendered with it and the cookie renewed.
-    const fresh = randomToken(32);
+    const fresh = newCsrfToken();
     const outcome = await this.verification.submit(body, { cookie: csrfCookieValue(request, PAGE_PATH), fresh }, request.ip);
     sendHtmlPage(request, reply, outcome, { token: fresh, pagePath: PAGE_PATH });
   }

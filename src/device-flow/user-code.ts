@@ -21,11 +21,12 @@ export function generateUserCode(): string {
 export const displayUserCode = (code: string) => `${code.slice(0, 4)}-${code.slice(4)}`;
 
 /**
- * What a user typed, as stored: case, spaces and dashes ignored; null when it cannot be a user
- * code at all (so it is refused without a query).
+ * What a user typed, as stored: case, spaces and dashes ignored (any Unicode space or dash: a
+ * phone keyboard may turn `-` into `‑` or `–`); null when it cannot be a user code at all (so it
+ * is refused without a query).
  */
 export function normalizeUserCode(typed: string): string | null {
   if (typed.length > 64) return null;
-  const code = typed.replace(/[\s-]/g, '').toUpperCase();
+  const code = typed.replace(/[\s\p{Pd}]/gu, '').toUpperCase();
   return USER_CODE.test(code) ? code : null;
 }

@@ -1,8 +1,7 @@
 import { Body, Controller, Get, Post, Query, Req, Res } from '@nestjs/common';
 import { ApiConsumes, ApiOkResponse, ApiOperation, ApiServiceUnavailableResponse, ApiTags, ApiTooManyRequestsResponse } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { randomToken } from '../common/crypto/opaque-token.js';
-import { csrfCookieValue, sendHtmlPage } from '../common/html/html-reply.js';
+import { csrfCookieValue, newCsrfToken, pageCsrfToken, sendHtmlPage } from '../common/html/html-reply.js';
 import { type AuthorizeOutcome, LoginService } from './login.service.js';
 
 const PAGE_PATH = '/sso/authorize';
@@ -16,7 +15,7 @@ export class AuthorizeController {
   @ApiOperation({ summary: 'Login page of the helper flow (HTML); 400 page for an invalid state or client, never a redirect' })
   @ApiOkResponse({ description: 'text/html login form naming the client and, with a redirect_url, the host the code goes to' })
   async show(@Query() query: unknown, @Req() request: FastifyRequest, @Res() reply: FastifyReply) {
-    const csrfToken = csrfCookieValue(request, PAGE_PATH) || randomToken(32);
+    const csrfToken = pageCsrfToken(request, PAGE_PATH);
     send(request, reply, await this.login.show(query, csrfToken), csrfToken);
   }
 
@@ -27,7 +26,7 @@ export class AuthorizeController {
   @ApiServiceUnavailableResponse({ description: 'the login page again: every password check slot is busy; `Retry-After: 1`' })
   async submit(@Body() body: unknown, @Req() request: FastifyRequest, @Res() reply: FastifyReply) {
     // A failed attempt gets a fresh token: the form is re-rendered with it and the cookie renewed.
-    const fresh = randomToken(32);
+    const fresh = newCsrfToken();
     send(request, reply, await this.login.submit(body, { cookie: csrfCookieValue(request, PAGE_PATH), fresh }, request.ip), fresh);
   }
 }

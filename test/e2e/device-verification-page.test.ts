@@ -52,6 +52,19 @@ describe('the verification page /sso/device', () => {
     expect(page.html).not.toContain('<script');
   });
 
+  it('keeps the CSRF token of its own cookie for another tab, but replaces a planted value it could not have issued', async () => {
+    const first = await VerificationPage.open(app);
+    const token = first.hidden.csrf_token;
+    const again = await fetch(`${app.baseUrl}/sso/device`, { headers: { cookie: `vc_csrf=${token}` } });
+    expect(await again.text()).toContain(`name="csrf_token" value="${token}"`);
+    for (const planted of ['%00', 'x', '<b>', 'a'.repeat(44)]) {
+      const page = await fetch(`${app.baseUrl}/sso/device`, { headers: { cookie: `vc_csrf=${planted}` } });
+      const rendered = /name="csrf_token" value="([^"]*)"/.exec(await page.text())![1];
+      expect(rendered, planted).toMatch(/^[\w-]{43}$/);
+      expect(page.headers.get('set-cookie')).toContain(`vc_csrf=${rendered};`);
+    }
+  });
+
   it('pre-fills the code from verification_uri_complete, escaped, and still asks the user to continue', async () => {
     const authorization = await startDeviceAuthorization(app, tv);
     const page = await VerificationPage.open(app, new URL(authorization.verification_uri_complete).search);

@@ -19,6 +19,8 @@ describe('user codes (RFC 8628 §6.1)', () => {
     ['bcdfghjk', 'BCDFGHJK'],
     [' bcdf ghjk ', 'BCDFGHJK'],
     ['bc-df-gh-jk', 'BCDFGHJK'],
+    ['\u00a0BCDF\u2011GHJK\u00a0', 'BCDFGHJK'],
+    ['BCDF\u2013GHJK', 'BCDFGHJK'],
   ])('reads %j as %s', (typed, stored) => {
     expect(normalizeUserCode(typed)).toBe(stored);
   });

@@ -1,5 +1,6 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { randomToken } from '../crypto/opaque-token.js';
 import { STYLE_HASH } from './page-layout.js';
 
 /** A server-rendered page as a controller answers it. */
@@ -21,8 +22,24 @@ export interface HtmlPage {
 export const csrfCookie = (request: FastifyRequest, pagePath: string) =>
   request.protocol === 'https' ? { name: '__Host-vc_csrf', path: '/', secure: true } : { name: 'vc_csrf', path: pagePath, secure: false };
 
-/** The CSRF token the request's cookie carries, if any. */
+/** A CSRF token as the service issues it: 32 random bytes, base64url. */
+const CSRF_TOKEN = /^[A-Za-z0-9_-]{43}$/;
+
+/** A fresh CSRF token. */
+export const newCsrfToken = () => randomToken(32);
+
+/** The CSRF token the request's cookie carries, if any (compared with the form's). */
 export const csrfCookieValue = (request: FastifyRequest, pagePath: string): string | undefined => request.cookies[csrfCookie(request, pagePath).name];
+
+/**
+ * The token for a page shown afresh: the cookie's, so several open tabs keep working, if it is
+ * one the service could have issued (it is rendered into the form, so a planted odd value must
+ * not get that far); otherwise a new one.
+ */
+export function pageCsrfToken(request: FastifyRequest, pagePath: string): string {
+  const value = csrfCookieValue(request, pagePath);
+  return value !== undefined && CSRF_TOKEN.test(value) ? value : newCsrfToken();
+}
 
 /** Whether the form's token is the cookie's, compared in constant time. */
 export function csrfMatches(cookie: string | undefined, submitted: string | undefined): boolean {
