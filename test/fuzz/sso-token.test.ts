@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { describe, it } from 'vitest';
+import { DEVICE_GRANT } from '../factories/device-flow.factory.js';
 import {
   authorization,
   confusedBody,
@@ -21,18 +22,19 @@ import { fuzzFile, TEST_TIMEOUT_MS } from './support/fuzz.js';
 import type { FuzzRequest, HeaderValue } from './support/requests.js';
 
 /**
- * The token endpoints under generated input: /sso/token (authorization_code, refresh_token),
+ * The token endpoints under generated input: /sso/token (authorization_code, refresh_token, device_code),
  * /sso/introspect, /sso/revoke and the client-credentials /public/api/oauth2/token.
  */
 
-const CLIENT_IDS = ['{{client_id}}', '{{other_client_id}}', '{{cc_client_id}}', '{{publisher_id}}', '{{disabled_client_id}}'];
-const SECRETS = ['{{client_secret}}', '{{other_client_secret}}', '{{cc_client_secret}}', '{{publisher_secret}}'];
+const CLIENT_IDS = ['{{client_id}}', '{{other_client_id}}', '{{cc_client_id}}', '{{publisher_id}}', '{{disabled_client_id}}', '{{device_client_id}}'];
+const SECRETS = ['{{client_secret}}', '{{other_client_secret}}', '{{cc_client_secret}}', '{{publisher_secret}}', '{{device_client_secret}}'];
 const BASIC: [string, string][] = [
   ['{{client_id}}', '{{client_secret}}'],
   ['{{other_client_id}}', '{{other_client_secret}}'],
   ['{{cc_client_id}}', '{{cc_client_secret}}'],
   ['{{publisher_id}}', '{{publisher_secret}}'],
   ['{{client_id}}', '{{other_client_secret}}'],
+  ['{{device_client_id}}', '{{device_client_secret}}'],
 ];
 const TOKENS = ['{{access_token}}', '{{refresh_token}}', '{{publish_token}}', '{{subscribe_token}}', '{{forged_publish_token}}'];
 
@@ -57,18 +59,22 @@ const ssoToken = tokenRequest(
   'POST /sso/token',
   '/sso/token',
   {
-    grant_type: fieldValue('authorization_code', 'refresh_token', 'client_credentials', 'urn:ietf:params:oauth:grant-type:device_code', 'password', 'implicit'),
+    grant_type: fieldValue('authorization_code', 'refresh_token', 'client_credentials', DEVICE_GRANT, 'device_code', 'password', 'implicit'),
     code: fieldValue('{{code}}'),
     refresh_token: fieldValue('{{refresh_token}}', '{{access_token}}'),
     scope: fieldValue('openid', 'notification:subscribe', 'openid openid', ' '),
     code_verifier: fieldValue('{{code_verifier}}', 'a'.repeat(43)),
     redirect_uri: fieldValue('{{redirect_url}}'),
+    // Pending (fresh each time), just polled, approved (tokens once), denied, another device client's, already exchanged, unknown.
+    device_code: fieldValue('{{device_code}}', '{{polled_device_code}}', '{{approved_device_code}}', '{{denied_device_code}}', '{{foreign_device_code}}', '{{used_device_code}}', 'no-such-device-code'),
     ...clientAuth,
   },
   [
     [['grant_type', 'authorization_code'], ['code', '{{code}}'], ['client_id', '{{client_id}}'], ['client_secret', '{{client_secret}}']],
     [['grant_type', 'refresh_token'], ['refresh_token', '{{refresh_token}}'], ['client_id', '{{client_id}}'], ['client_secret', '{{client_secret}}']],
     [['grant_type', 'authorization_code'], ['code', '{{code}}'], ['code_verifier', '{{code_verifier}}'], ['redirect_uri', '{{redirect_url}}'], ['scope', 'openid']],
+    [['grant_type', DEVICE_GRANT], ['device_code', '{{device_code}}'], ['client_id', '{{device_client_id}}'], ['client_secret', '{{device_client_secret}}']],
+    [['grant_type', DEVICE_GRANT], ['device_code', '{{approved_device_code}}'], ['client_id', '{{device_client_id}}'], ['client_secret', '{{device_client_secret}}']],
   ],
 );
 
@@ -138,13 +144,23 @@ function examples(route: string, valid: [string, string][]): FuzzRequest[] {
   ];
 }
 const SSO_VALID: [string, string][] = [['grant_type', 'authorization_code'], ['code', '{{code}}'], ['client_id', '{{client_id}}'], ['client_secret', '{{client_secret}}']];
+const DEVICE_VALID: [string, string][] = [['grant_type', DEVICE_GRANT], ['device_code', '{{approved_device_code}}'], ['client_id', '{{device_client_id}}'], ['client_secret', '{{device_client_secret}}']];
+/** The device grant's polls, one of each kind of device code: pending, just polled, approved, denied, another client's, used, unknown. */
+const DEVICE_POLLS: FuzzRequest[] = ['{{device_code}}', '{{polled_device_code}}', '{{approved_device_code}}', '{{denied_device_code}}', '{{foreign_device_code}}', '{{used_device_code}}', 'no-such-device-code'].map((code) => ({
+  route: 'POST /sso/token',
+  kind: 'post-auth+form',
+  method: 'POST',
+  target: '/sso/token',
+  headers: [['Content-Type', FORM]],
+  body: { form: DEVICE_VALID.map(([name, value]): [string, string] => [name, name === 'device_code' ? code : value]) },
+}));
 const INSPECTION_VALID: [string, string][] = [['token', '{{access_token}}'], ['token_type_hint', 'access_token'], ['client_id', '{{client_id}}'], ['client_secret', '{{client_secret}}']];
 const CC_VALID: [string, string][] = [['grant_type', 'client_credentials'], ['scope', 'notification:publish'], ['resource', '{{api_url}}'], ['client_id', '{{publisher_id}}'], ['client_secret', '{{publisher_secret}}']];
 
 describe('fuzz: token endpoints', () => {
   const fuzz = fuzzFile('sso-token');
 
-  it('answers any /sso/token request below 500, in time, storing nothing when it refuses', () => fuzz.checkRequests(ssoToken, { examples: examples('POST /sso/token', SSO_VALID) }), TEST_TIMEOUT_MS);
+  it('answers any /sso/token request below 500, in time, storing nothing when it refuses', () => fuzz.checkRequests(ssoToken, { examples: [...examples('POST /sso/token', SSO_VALID), ...examples('POST /sso/token', DEVICE_VALID), ...DEVICE_POLLS] }), TEST_TIMEOUT_MS);
 
   it('answers any introspection request below 500, in time, storing nothing when it refuses', () => fuzz.checkRequests(introspect, { examples: examples('POST /sso/introspect', INSPECTION_VALID) }), TEST_TIMEOUT_MS);
 

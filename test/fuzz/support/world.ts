@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { ClientsService } from '../../../src/clients/clients.service.js';
+import { DEVICE_GRANT, type DeviceAuthorization, pollDeviceToken, startDeviceAuthorization, VerificationPage, verifyDevice } from '../../factories/device-flow.factory.js';
 import { clientToken, PUBLISH_SCOPE, publish, validNotification } from '../../factories/notification.factory.js';
 import { createClient, createUser, type TestClient } from '../../factories/oauth.factory.js';
 import { flipSignatureByte, issueState } from '../../factories/state.factory.js';
@@ -42,10 +43,16 @@ export class World {
     readonly publisher: TestClient,
     readonly disabled: TestClient,
     readonly user: PortalUser,
+    /** The device grant (RFC 8628) + refresh_token, allowed the scopes DEVICE_SCOPES. */
+    readonly device: TestClient,
+    /** The device grant only, no scopes: its device codes are foreign to `device`. */
+    readonly otherDevice: TestClient,
   ) {}
 
   static async start(vars: Record<string, string> = {}): Promise<World> {
-    const app = await startTestApp(vars);
+    // The longest device code lifetime: housekeeping deletes expired device codes, and a purge
+    // landing between the row counts of a long run would read as a request that deleted rows.
+    const app = await startTestApp({ DEVICE_CODE_TTL: '1800', ...vars });
     const helperOptions = { grants: ['authorization_code' as const, 'refresh_token' as const], redirectPatterns: [LOOPBACK_PATTERN] };
     const helper = await createClient(app, helperOptions);
     const other = await createClient(app, helperOptions);
@@ -54,7 +61,9 @@ export class World {
     const disabled = await createClient(app, helperOptions);
     await app.get(ClientsService).setEnabled(disabled.id, false);
     const user = await createUser(app);
-    return new World(app, helper, other, subscriber, publisher, disabled, user);
+    const device = await createClient(app, { grants: [DEVICE_GRANT, 'refresh_token'], scopes: [...DEVICE_SCOPES] });
+    const otherDevice = await createClient(app, { grants: [DEVICE_GRANT] });
+    return new World(app, helper, other, subscriber, publisher, disabled, user, device, otherDevice);
   }
 
   get port(): number {
@@ -80,7 +89,7 @@ export class World {
   }
 
   private async resolve(name: string, fresh: Map<string, string>): Promise<string> {
-    const { app, helper, other, subscriber, publisher, user } = this;
+    const { app, helper, other, subscriber, publisher, user, device } = this;
     const once = async (key: string, make: () => Promise<string>) => {
       if (!this.cache.has(key)) this.cache.set(key, await make());
       return this.cache.get(key)!;
@@ -91,6 +100,19 @@ export class World {
         fresh.set('$tokens', JSON.stringify(await issueTokens(app, helper, user)));
       }
       return JSON.parse(fresh.get('$tokens')!) as TokenResponse;
+    };
+    /** This request's device authorization (pending, of `device`): its device code, user code and approval value go together. */
+    const deviceAuthorization = async (): Promise<DeviceAuthorization> => {
+      if (!fresh.has('$device')) fresh.set('$device', JSON.stringify(await startDeviceAuthorization(app, device)));
+      return JSON.parse(fresh.get('$device')!) as DeviceAuthorization;
+    };
+    /** A device authorization of its own, taken through the verification page to the user's decision. */
+    const decided = async (decision: 'approve' | 'deny'): Promise<DeviceAuthorization> => {
+      const authorization = await startDeviceAuthorization(app, device);
+      await this.resetLoginThrottle();
+      const page = await verifyDevice(app, authorization.user_code, user, decision);
+      if (page.status !== 200) throw new Error(`the ${decision} step answered ${page.status}: ${page.error}`);
+      return authorization;
     };
     switch (name) {
       case 'client_id':
@@ -111,6 +133,16 @@ export class World {
         return publisher.secret;
       case 'disabled_client_id':
         return this.disabled.id;
+      case 'device_client_id':
+        return device.id;
+      case 'device_client_secret':
+        return device.secret;
+      case 'device_basic':
+        return basicAuth(device.id, device.secret);
+      case 'other_device_client_id':
+        return this.otherDevice.id;
+      case 'other_device_client_secret':
+        return this.otherDevice.secret;
       case 'basic':
         return basicAuth(helper.id, helper.secret);
       case 'cc_basic':
@@ -163,6 +195,56 @@ export class World {
         return flipSignatureByte(await this.resolve('publish_token', fresh));
       case 'forged_subscribe_token':
         return flipSignatureByte(await this.resolve('subscribe_token', fresh));
+      // The device flow (RFC 8628). One pending authorization per request, fresh each time:
+      // `device_code`, `user_code` (XXXX-XXXX, and as a user might type it) and `approval` name it.
+      case 'device_code':
+        return (await deviceAuthorization()).device_code;
+      case 'user_code':
+        return (await deviceAuthorization()).user_code;
+      case 'user_code_lower':
+        return (await deviceAuthorization()).user_code.toLowerCase();
+      case 'user_code_bare':
+        return (await deviceAuthorization()).user_code.replace('-', '');
+      case 'user_code_spaced':
+        return ` ${(await deviceAuthorization()).user_code.replace('-', ' ')} `;
+      case 'user_code_dashes':
+        return (await deviceAuthorization()).user_code.replace('-', '').replace(/(..)(?!$)/g, '$1-');
+      case 'user_code_odd_dash':
+        // A non-breaking hyphen and spaces, as a phone's keyboard might put them.
+        return `\u00a0${(await deviceAuthorization()).user_code.replace('-', '\u2011')}\u00a0`;
+      case 'approval': {
+        // The one-time value of the approval page: the user signed in on the verification page for this request's code.
+        const { user_code } = await deviceAuthorization();
+        await this.resetLoginThrottle();
+        const page = await VerificationPage.open(app);
+        await page.submit({ user_code });
+        await page.submit({ username: user.username, password: user.password });
+        const approval = page.hidden.approval;
+        if (page.status !== 200 || !approval) throw new Error(`the sign-in step answered ${page.status} without an approval form: ${page.error}`);
+        return approval;
+      }
+      case 'polled_device_code': {
+        // Polled a moment ago: polling it again now is too fast (slow_down).
+        const { device_code } = await startDeviceAuthorization(app, device);
+        const polled = await pollDeviceToken(app, device, device_code);
+        if (polled.status !== 400) throw new Error(`the first poll answered ${polled.status}: ${polled.text}`);
+        return device_code;
+      }
+      case 'approved_device_code':
+        return (await decided('approve')).device_code;
+      case 'denied_device_code':
+        return (await decided('deny')).device_code;
+      case 'decided_user_code':
+        return (await decided('deny')).user_code;
+      case 'foreign_device_code':
+        return (await startDeviceAuthorization(app, this.otherDevice)).device_code;
+      case 'used_device_code':
+        return once('used_device_code', async () => {
+          const { device_code } = await decided('approve');
+          const exchanged = await pollDeviceToken(app, device, device_code);
+          if (exchanged.status !== 200) throw new Error(`the device code exchange answered ${exchanged.status}: ${exchanged.text}`);
+          return device_code;
+        });
       case 'recipient':
         return subscriber.id;
       case 'uuid':
@@ -199,6 +281,9 @@ export class World {
     }
   }
 }
+
+/** What the device client may ask for. */
+export const DEVICE_SCOPES = ['voyages:read', 'reports:read'] as const;
 
 const PLACEHOLDER = /\{\{(\w+)\}\}/g;
 
