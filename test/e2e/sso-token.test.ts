@@ -380,9 +380,9 @@ describe('POST /sso/token', () => {
       expectOAuthError(await postForm(app, '/sso/token', { code: 'x', ...credentials(client) }), 400, 'invalid_request');
     });
 
-    it('refuses grant types other than authorization_code and refresh_token with 400 unsupported_grant_type', async () => {
+    it('refuses grant types other than authorization_code, refresh_token and the device grant with 400 unsupported_grant_type', async () => {
       const clientCredentials = await flow.client({ grants: ['authorization_code', 'refresh_token', 'client_credentials'] });
-      for (const grantType of ['password', 'client_credentials', 'implicit', 'urn:ietf:params:oauth:grant-type:device_code']) {
+      for (const grantType of ['password', 'client_credentials', 'implicit', 'urn:ietf:params:oauth:grant-type:jwt-bearer', 'device_code']) {
         const response = await postForm(app, '/sso/token', { grant_type: grantType, username: user.username, password: user.password, ...credentials(clientCredentials) });
         expectOAuthError(response, 400, 'unsupported_grant_type');
       }
