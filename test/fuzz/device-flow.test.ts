@@ -11,11 +11,13 @@ import {
   FORM,
   fieldValue,
   type Fields,
-  headerText,
   JSON_TYPE,
   jsonFieldValue,
   objectAround,
   paramsAround,
+  PAGE_CSRF,
+  pageCsrfCookie,
+  pageFormPost,
   paramsOf,
   queryOf,
   type RouteTemplate,
@@ -36,8 +38,7 @@ import { DEVICE_SCOPES } from './support/world.js';
 const AUTHORIZE = 'POST /sso/device_authorization';
 const PAGE = 'GET /sso/device';
 const SUBMIT = 'POST /sso/device';
-/** The double-submit value: any value works when cookie and field agree. */
-const CSRF = 'fuzz-csrf-0123456789abcdef';
+const CSRF = PAGE_CSRF;
 const COOKIE: [string, HeaderValue] = ['Cookie', `vc_csrf=${CSRF}`];
 const SCRIPT = '"><script>alert(1)</script>';
 const USER_CODE = /^[BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4}$/;
@@ -133,18 +134,9 @@ const authorizeExamples: FuzzRequest[] = (() => {
 const USER_CODES = ['{{user_code}}', '{{user_code_lower}}', '{{user_code_bare}}', '{{user_code_spaced}}', '{{user_code_dashes}}', '{{user_code_odd_dash}}', '{{decided_user_code}}', 'BCDF-GHJK', 'AAAA-AAAA', 'bcdf ghjk', SCRIPT];
 const userCode = fc.oneof({ weight: 4, arbitrary: fieldValue(...USER_CODES) }, { weight: 1, arbitrary: fc.string({ unit: fc.constantFrom(...'BCDFGHJKLMNPQRSTVWXZbcdf- \t'), minLength: 7, maxLength: 12 }) });
 
-/** The CSRF cookie: the form's value, another, absent, doubled, or hostile. */
-const csrfCookie: fc.Arbitrary<HeaderValue | null> = fc.oneof(
-  { weight: 6, arbitrary: fc.constant(`vc_csrf=${CSRF}`) },
-  { weight: 1, arbitrary: fc.constant(null) },
-  { weight: 1, arbitrary: fc.constant(`vc_csrf=other; vc_csrf=${CSRF}`) },
-  { weight: 1, arbitrary: fc.constant(`__Host-vc_csrf=${CSRF}`) },
-  { weight: 1, arbitrary: headerText.map((text) => `vc_csrf=${text}`) },
-  { weight: 1, arbitrary: headerText },
-);
 
 const pageRequest: fc.Arbitrary<FuzzRequest> = fc
-  .tuple(fc.option(queryOf({ user_code: userCode }, [['user_code', '{{user_code}}']]), { freq: 6 }), csrfCookie)
+  .tuple(fc.option(queryOf({ user_code: userCode }, [['user_code', '{{user_code}}']]), { freq: 6 }), pageCsrfCookie)
   .map(([search, cookie]) => ({
     route: PAGE,
     kind: search === null ? 'no-query' : 'query',
@@ -193,20 +185,11 @@ const signInStep = (password: string): [string, string][] => [...CODE_STEP, ['us
 const decisionStep = (decision: string): [string, string][] => [...CODE_STEP, ['approval', '{{approval}}'], ['decision', decision]];
 const STEPS: [string, string][][] = [CODE_STEP, signInStep('{{password}}'), signInStep('wrong password'), decisionStep('approve'), decisionStep('deny')];
 
-const submitRequest: fc.Arbitrary<FuzzRequest> = fc
-  .tuple(
-    fc.oneof({ weight: 4, arbitrary: fc.constantFrom(...STEPS).chain((step) => paramsAround(step, submitFields)) }, { weight: 1, arbitrary: paramsOf(submitFields) }),
-    csrfCookie,
-    fc.integer({ min: 0, max: 9 }),
-  )
-  .chain(([pairs, cookie, confusion]) => {
-    const headers: [string, HeaderValue][] = cookie === null ? [] : [['Cookie', cookie]];
-    const request = { route: SUBMIT, method: 'POST', target: '/sso/device', headers };
-    // Mostly a form as a browser sends it; sometimes the same fields as JSON, a wrong media type or raw bytes.
-    if (confusion > 2) return fc.constant(withBody(request, 'form', { kind: 'fields', contentType: FORM, body: { form: pairs } }));
-    const json = objectAround(Object.fromEntries(pairs), Object.fromEntries(Object.keys(submitFields).map((name) => [name, jsonFieldValue()])));
-    return confusedBody(fc.constant(pairs), fc.oneof(json, fc.jsonValue())).map((body) => withBody(request, 'form', body));
-  });
+const submitRequest: fc.Arbitrary<FuzzRequest> = pageFormPost(
+  SUBMIT,
+  fc.oneof({ weight: 4, arbitrary: fc.constantFrom(...STEPS).chain((step) => paramsAround(step, submitFields)) }, { weight: 1, arbitrary: paramsOf(submitFields) }),
+  submitFields,
+);
 
 /** Well-formed steps with the right CSRF token and cookie, around the valid ones: what reaches the slow-down of wrong codes. */
 const wellFormedStep: fc.Arbitrary<FuzzRequest> = fc

@@ -1,24 +1,21 @@
 import fc from 'fast-check';
 import { describe, it } from 'vitest';
 import {
-  confusedBody,
   envelope,
   envelopeExamples,
   FORM,
   fieldValue,
   type Fields,
-  headerText,
   JSON_TYPE,
-  jsonFieldValue,
   jwtLike,
   longText,
-  objectAround,
   paramsAround,
+  PAGE_CSRF,
+  pageFormPost,
   paramsOf,
   queryOf,
   type RouteTemplate,
   sampleOf,
-  withBody,
 } from './support/arbitraries.js';
 import { fuzzFile, type StoreRule, TEST_TIMEOUT_MS } from './support/fuzz.js';
 import type { FuzzRequest, HeaderValue } from './support/requests.js';
@@ -27,8 +24,7 @@ import type { FuzzRequest, HeaderValue } from './support/requests.js';
 
 const PAGE = 'GET /sso/authorize';
 const SUBMIT = 'POST /sso/authorize';
-/** The double-submit value: any value works when cookie and field agree. */
-const CSRF = 'fuzz-csrf-0123456789abcdef';
+const CSRF = PAGE_CSRF;
 
 const STATES = ['{{state}}', '{{redirect_state}}', '{{pkce_state}}', '{{used_state}}', '{{foreign_state}}', '{{forged_state}}'];
 const state = fc.oneof(
@@ -66,37 +62,19 @@ const validForm = (stateValue: string, password: string): [string, string][] => 
   ['password', password],
 ];
 
-/** The CSRF cookie: matching the form's field, another value, absent, doubled, or hostile. */
-const csrfCookie: fc.Arbitrary<HeaderValue | null> = fc.oneof(
-  { weight: 6, arbitrary: fc.constant(`vc_csrf=${CSRF}`) },
-  { weight: 1, arbitrary: fc.constant(null) },
-  { weight: 1, arbitrary: fc.constant(`vc_csrf=other; vc_csrf=${CSRF}`) },
-  { weight: 1, arbitrary: headerText.map((text) => `vc_csrf=${text}`) },
-  { weight: 1, arbitrary: headerText },
+const submitRequest: fc.Arbitrary<FuzzRequest> = pageFormPost(
+  SUBMIT,
+  fc.oneof(
+    {
+      weight: 4,
+      arbitrary: fc
+        .tuple(fc.constantFrom(...STATES), fc.constantFrom('{{password}}', 'wrong password'))
+        .chain(([real, password]) => paramsAround(validForm(real, password), formFields)),
+    },
+    { weight: 1, arbitrary: paramsOf(formFields) },
+  ),
+  formFields,
 );
-
-const submitRequest: fc.Arbitrary<FuzzRequest> = fc
-  .tuple(
-    fc.oneof(
-      {
-        weight: 4,
-        arbitrary: fc
-          .tuple(fc.constantFrom(...STATES), fc.constantFrom('{{password}}', 'wrong password'))
-          .chain(([real, password]) => paramsAround(validForm(real, password), formFields)),
-      },
-      { weight: 1, arbitrary: paramsOf(formFields) },
-    ),
-    csrfCookie,
-    fc.integer({ min: 0, max: 9 }),
-  )
-  .chain(([pairs, cookie, confusion]) => {
-    const headers: [string, HeaderValue][] = cookie === null ? [] : [['Cookie', cookie]];
-    const request = { route: SUBMIT, method: 'POST', target: '/sso/authorize', headers };
-    // Mostly a form as a browser sends it; sometimes the same fields as JSON, a wrong media type or raw bytes.
-    if (confusion > 2) return fc.constant(withBody(request, 'form', { kind: 'fields', contentType: FORM, body: { form: pairs } }));
-    const json = objectAround(Object.fromEntries(pairs), Object.fromEntries(Object.keys(formFields).map((name) => [name, jsonFieldValue()])));
-    return confusedBody(fc.constant(pairs), fc.oneof(json, fc.jsonValue())).map((body) => withBody(request, 'form', body));
-  });
 
 /** A login is accepted when it signs in (302 to the device, or the "return to your device" page); anything else refuses and must store nothing. */
 const signedIn: StoreRule = (_request, outcome) => (outcome.status === 302 || /You(?:'|&#39;)re signed in/.test(outcome.body.toString()) ? 'any' : []);

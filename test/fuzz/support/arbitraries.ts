@@ -354,6 +354,34 @@ export function withBody(
 }
 
 /** The route's own request with an odd method, a path trick, odd headers, a wrong media type or a big body. */
+/** The double-submit value of the page fuzzers: any value works when the cookie and the form field agree. */
+export const PAGE_CSRF = 'fuzz-csrf-0123456789abcdef';
+
+/** A page's CSRF cookie: matching the form's field, another value, absent, doubled, under the https name, or hostile. */
+export const pageCsrfCookie: fc.Arbitrary<HeaderValue | null> = fc.oneof(
+  { weight: 6, arbitrary: fc.constant(`vc_csrf=${PAGE_CSRF}`) },
+  { weight: 1, arbitrary: fc.constant(null) },
+  { weight: 1, arbitrary: fc.constant(`vc_csrf=other; vc_csrf=${PAGE_CSRF}`) },
+  { weight: 1, arbitrary: fc.constant(`__Host-vc_csrf=${PAGE_CSRF}`) },
+  { weight: 1, arbitrary: headerText.map((text) => `vc_csrf=${text}`) },
+  { weight: 1, arbitrary: headerText },
+);
+
+/**
+ * A page's form post (`route` is "POST /path") with a generated CSRF cookie: mostly a form as a
+ * browser sends it; sometimes the same fields as JSON, a wrong media type or raw bytes.
+ */
+export function pageFormPost(route: string, pairs: fc.Arbitrary<[string, string][]>, fields: Fields): fc.Arbitrary<FuzzRequest> {
+  const target = route.slice(route.indexOf(' ') + 1);
+  return fc.tuple(pairs, pageCsrfCookie, fc.integer({ min: 0, max: 9 })).chain(([form, cookie, confusion]) => {
+    const headers: [string, HeaderValue][] = cookie === null ? [] : [['Cookie', cookie]];
+    const request = { route, method: 'POST', target, headers };
+    if (confusion > 2) return fc.constant(withBody(request, 'form', { kind: 'fields', contentType: FORM, body: { form } }));
+    const json = objectAround(Object.fromEntries(form), Object.fromEntries(Object.keys(fields).map((name) => [name, jsonFieldValue()])));
+    return confusedBody(fc.constant(form), fc.oneof(json, fc.jsonValue())).map((body) => withBody(request, 'form', body));
+  });
+}
+
 export interface RouteTemplate {
   method: string;
   /** Target with placeholders, e.g. "/sso/token" or "/external/oauth2helper/code/get/{{client_id}}?state={{state}}". */
