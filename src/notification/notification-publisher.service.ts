@@ -48,7 +48,8 @@ export class NotificationPublisher {
     });
   }
 
-  async publish(dto: PublishNotificationDto, publishedBy: string | null): Promise<{ id: string }> {
+  /** Stores the notification once per (recipient, correlationId, status); a repeat gets the stored id and `duplicate: true`. */
+  async publish(dto: PublishNotificationDto, publishedBy: string | null): Promise<{ id: string; duplicate?: true }> {
     const notification: NewNotification = {
       recipient: dto.recipient,
       correlationId: dto.correlationId,
@@ -67,7 +68,8 @@ export class NotificationPublisher {
     if ('unknownRecipient' in outcome) throw invalidInput(UNKNOWN_RECIPIENT);
     // A transaction of one recipient waits for its lock instead of reporting it busy.
     if ('recipientBusy' in outcome) throw new Error(`recipient ${notification.recipient} reported busy in a transaction of its own`);
-    if (outcome.stored) this.metrics.notificationsPublished.inc();
+    if (!outcome.stored) return { id: outcome.id, duplicate: true };
+    this.metrics.notificationsPublished.inc();
     return { id: outcome.id };
   }
 

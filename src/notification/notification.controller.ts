@@ -26,7 +26,7 @@ export class NotificationController {
   @HttpCode(202)
   @Requires('publish')
   @ApiOperation({ summary: 'Publish a report notification to a recipient client (scope notification:publish)' })
-  @ApiAcceptedResponse({ description: '`{id}`, answered once the notification is durably stored; a repeat of (recipient, correlationId, status) returns the stored id' })
+  @ApiAcceptedResponse({ description: '`{id}`, answered once the notification is durably stored; a repeat of (recipient, correlationId, status) stores nothing and answers `{id, duplicate: true}` with the stored id' })
   @ApiBadRequestResponse({ description: '`{message, errors: [...], correlationId}` field errors (a control character in a text field is one); `{message, correlationId}` for JSON that cannot be read or nests deeper than 32 levels' })
   @ApiPayloadTooLargeResponse({ description: 'the body is over 64 KiB' })
   @ApiUnauthorizedResponse({ description: 'missing, invalid or expired token' })

@@ -88,9 +88,17 @@ describe('notification publishing and history', () => {
   }
 
   /** Publishes and expects 202 {id}; returns the id. */
+  /** Publishes a new notification: 202 `{id}`. */
   async function published(body: unknown, token = publishToken): Promise<string> {
     const response = await publish(app, token, body);
     expect({ status: response.status, body: response.body }, response.text).toStrictEqual({ status: 202, body: { id: expect.stringMatching(UUID) } });
+    return response.body.id as string;
+  }
+
+  /** Publishes a repeat of a stored notification: 202 `{id, duplicate: true}` with the stored id. */
+  async function republished(body: unknown, token = publishToken): Promise<string> {
+    const response = await publish(app, token, body);
+    expect({ status: response.status, body: response.body }, response.text).toStrictEqual({ status: 202, body: { id: expect.stringMatching(UUID), duplicate: true } });
     return response.body.id as string;
   }
 
@@ -171,13 +179,13 @@ describe('notification publishing and history', () => {
       expect(JSON.parse(row.payload)).toStrictEqual(pushedMessage(body));
     });
 
-    it('stores a repeated (recipient, correlationId, status) once and answers the first id again', async () => {
+    it('stores a repeated (recipient, correlationId, status) once and answers the first id again, saying it is a duplicate', async () => {
       const body = validNotification(alice.id);
       const first = await published(body);
-      const second = await published(body);
+      const second = await republished(body);
       expect(second).toBe(first);
       // Even when the repeat differs in other fields, the stored notification stays the first.
-      const third = await published({ ...body, productName: 'RouteComparison', warnings: ['changed'] });
+      const third = await republished({ ...body, productName: 'RouteComparison', warnings: ['changed'] });
       expect(third).toBe(first);
       const stored = await rows('correlation_id = $1', [body.correlationId]);
       expect(stored.map((row) => row.id)).toEqual([first]);
@@ -395,8 +403,11 @@ describe('notification publishing and history', () => {
         const unknown = responses.at(-2)!;
         expectValidationError(unknown, 'recipient');
         const accepted = responses.filter((response) => response !== unknown);
-        for (const response of accepted) expect({ status: response.status, body: response.body }).toStrictEqual({ status: 202, body: { id: expect.stringMatching(UUID) } });
-        expect(accepted.at(-1)!.body.id).toBe(accepted.at(-2)!.body.id);
+        const [firstRepeat, secondRepeat] = accepted.slice(-2);
+        for (const response of accepted.slice(0, -2)) expect({ status: response.status, body: response.body }).toStrictEqual({ status: 202, body: { id: expect.stringMatching(UUID) } });
+        // Of the two identical publishes, whichever was stored first is new and the other a duplicate.
+        expect([firstRepeat, secondRepeat].map((response) => response.body.duplicate ?? false).sort()).toEqual([false, true]);
+        expect(secondRepeat.body.id).toBe(firstRepeat.body.id);
         expect(await rowCount()).toBe(count + 61);
         const stored = await rows('correlation_id = ANY($1)', [[...forAlice, ...forBob].map((body) => body.correlationId)]);
         expect(stored.filter((row) => row.recipient === alice.id)).toHaveLength(30);
@@ -404,10 +415,13 @@ describe('notification publishing and history', () => {
         expect(new Set(stored.map((row) => row.id))).toEqual(new Set(accepted.slice(0, 60).map((response) => response.body.id)));
       });
 
-      it('stores concurrent identical publishes once and answers every one with the same id', async () => {
+      it('stores concurrent identical publishes once and answers every one with the same id, all but one as a duplicate', async () => {
         const body = validNotification(alice.id);
-        const ids = await Promise.all(Array.from({ length: 8 }, () => published(body)));
+        const responses = await Promise.all(Array.from({ length: 8 }, () => publish(app, publishToken, body)));
+        expect(responses.map((response) => response.status)).toEqual(Array(8).fill(202));
+        const ids = responses.map((response) => response.body.id);
         expect(new Set(ids).size).toBe(1);
+        expect(responses.filter((response) => response.body.duplicate === true)).toHaveLength(7);
         expect((await rows('correlation_id = $1', [body.correlationId])).map((row) => row.id)).toEqual([ids[0]]);
       });
     });
@@ -610,7 +624,7 @@ describe('notification publishing and history', () => {
       const result = await cli(['notification:publish', '--file', await writeJson('twice.json', body)]);
       expect(result, result.stderr).toMatchObject({ code: 0 });
       const cliId = JSON.parse(result.stdout).id as string;
-      expect(await published(body)).toBe(cliId);
+      expect(await republished(body)).toBe(cliId);
       expect((await rows('correlation_id = $1', [body.correlationId])).map((row) => row.id)).toEqual([cliId]);
     });
 
@@ -619,7 +633,7 @@ describe('notification publishing and history', () => {
       const httpId = await published(body);
       const result = await cli(['notification:publish', '--file', await writeJson('twice-reverse.json', body)]);
       expect(result, result.stderr).toMatchObject({ code: 0 });
-      expect(JSON.parse(result.stdout)).toStrictEqual({ id: httpId });
+      expect(JSON.parse(result.stdout)).toStrictEqual({ id: httpId, duplicate: true });
       expect((await rows('correlation_id = $1', [body.correlationId])).map((row) => row.id)).toEqual([httpId]);
     });
 
