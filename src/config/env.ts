@@ -1,6 +1,7 @@
 import 'reflect-metadata';
 import { existsSync } from 'node:fs';
 import { plainToInstance, Transform } from 'class-transformer';
+import ipaddr from 'ipaddr.js';
 import {
   IsBoolean,
   IsIn,
@@ -268,6 +269,25 @@ function isAbsoluteUrlWithoutFragment(value: string): boolean {
   }
 }
 
+/** Names Fastify's proxy-addr accepts for ranges of addresses. */
+const NAMED_PROXY_RANGES = new Set(['loopback', 'linklocal', 'uniquelocal']);
+
+/** TRUST_PROXY as Fastify reads it: true, false, a hop count, or addresses, CIDR ranges and named ranges. */
+function isTrustProxySetting(value: string): boolean {
+  if (/^(true|false|\d+)$/.test(value)) return true;
+  const entries = value.split(',').map((entry) => entry.trim()).filter(Boolean);
+  return entries.length > 0 && entries.every((entry) => NAMED_PROXY_RANGES.has(entry) || ipaddr.isValid(entry) || isCidr(entry));
+}
+
+function isCidr(entry: string): boolean {
+  try {
+    ipaddr.parseCIDR(entry);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** Validates raw variables (process.env or a test's overrides); empty strings count as unset. */
 export function loadEnv(source: Record<string, string | undefined>): Env {
   const raw = Object.fromEntries(
@@ -283,6 +303,9 @@ export function loadEnv(source: Record<string, string | undefined>): Env {
   const notResource = env.ALLOWED_RESOURCES?.split(',').map((value) => value.trim()).find((value) => value !== '' && !isAbsoluteUrlWithoutFragment(value));
   if (notResource !== undefined) {
     problems.push(`Invalid configuration: ALLOWED_RESOURCES must list absolute URLs without a fragment (got ${JSON.stringify(notResource)})`);
+  }
+  if (!isTrustProxySetting(env.TRUST_PROXY)) {
+    problems.push(`Invalid configuration: TRUST_PROXY must be true, false, a hop count, or comma-separated addresses/CIDRs (got ${JSON.stringify(env.TRUST_PROXY)})`);
   }
   if (env.APP_ENV === 'production' && env.KEYS_ENCRYPTION_KEY === undefined) {
     problems.push('Invalid configuration: KEYS_ENCRYPTION_KEY must be set with APP_ENV=production (private signing keys are encrypted at rest with it)');

@@ -42,6 +42,15 @@ describe('loadEnv', () => {
     expect((env as unknown as Record<string, unknown>).PATH).toBeUndefined();
   });
 
+  it('takes TRUST_PROXY as true, false, a hop count, or addresses and ranges, and names it for anything else', () => {
+    for (const value of ['true', 'false', '2', '10.0.0.1', '10.0.0.0/8, fd00::/8', 'loopback,uniquelocal', '::1']) expect(loadEnv({ TRUST_PROXY: value }).TRUST_PROXY).toBe(value);
+    for (const value of ['maybe', '10.0.0.300', '10.0.0.0/33', 'yes,10.0.0.1', ',']) {
+      expect(() => loadEnv({ TRUST_PROXY: value }), value).toThrow(
+        `Invalid configuration: TRUST_PROXY must be true, false, a hop count, or comma-separated addresses/CIDRs (got ${JSON.stringify(value)})`,
+      );
+    }
+  });
+
   it('requires TLS certificate and key together', () => {
     expect(() => loadEnv({ TLS_CERT_FILE: 'cert.pem' })).toThrow(/TLS_CERT_FILE and TLS_KEY_FILE/);
   });
