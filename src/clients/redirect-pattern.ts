@@ -47,9 +47,17 @@ export function parseRedirectUrl(text: string): URL {
 /** Parses a registered pattern; throws InvalidRedirectUrl with the reason. */
 export function parseRedirectPattern(text: string): RedirectPattern {
   const range = RANGE_PATTERN.exec(text);
+  // `*` is a wildcard only as a range's port; anywhere else it would be taken literally, which is
+  // never what the operator meant (`http://example.com/*` is no pattern).
+  const wildcard = new InvalidRedirectUrl('may contain * only as the port of an address range, as in http://192.168.0.0/16:*/callback');
   // An IP host followed by /<prefix> is read as a range; anything else must be an exact URL.
-  if (!range) return { kind: 'exact', url: parseRedirectUrl(text).href };
+  if (!range) {
+    const url = parseRedirectUrl(text);
+    if (text.includes('*')) throw wildcard;
+    return { kind: 'exact', url: url.href };
+  }
   const [, scheme, v4, v4Prefix, v6, v6Prefix, port, path] = range;
+  if (path.includes('*')) throw wildcard;
   const network = ipaddr.parse(v4 ?? v6);
   const prefix = Number(v4Prefix ?? v6Prefix);
   if (prefix > (network.kind() === 'ipv4' ? 32 : 128)) throw new InvalidRedirectUrl('has a prefix length out of range');

@@ -179,6 +179,13 @@ describe('client:create', () => {
     expect(userinfoRun.stderr).toBe('error: redirect pattern "http://user:pw@10.0.0.1/cb" must not contain user information\n');
   });
 
+  it('refuses a * anywhere but the port of an address range, instead of storing it as a literal URL', async () => {
+    expectFailure(
+      await runCli(['client:create', '--name', 'Wildcard', '--redirect', 'http://example.com/*']),
+      /redirect pattern "http:\/\/example.com\/\*" may contain \* only as the port of an address range/,
+    );
+  });
+
   it('refuses an unknown grant', async () => {
     expectFailure(await runCli(['client:create', '--name', 'Password Grant', '--grant', 'password']), /grant/);
   });

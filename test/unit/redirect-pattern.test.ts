@@ -59,6 +59,10 @@ describe('parseRedirectPattern', () => {
     ['http://192.168.0.0/16:*/a/../cb', /dot segments/],
     ['http://[2001:db8::/32]:*/cb', /private or loopback/],
     ['http://192.168.00.0/16:*/cb', /canonical/],
+    ['http://example.com/*', /\* only as the port of an address range/],
+    ['http://*.example.com/cb', /\* only as the port of an address range/],
+    ['https://app.example.com:*/cb', /absolute http\(s\) URL/],
+    ['http://192.168.0.0/16:*/cb/*', /\* only as the port of an address range/],
   ])('refuses %s', (pattern, reason) => {
     expect(() => parseRedirectPattern(pattern)).toThrow(reason);
   });
