@@ -18,7 +18,7 @@ export class HelperController {
   @ApiQuery({ name: 'redirect_url', required: false, description: "the device's own callback; must match a registered pattern" })
   @ApiQuery({ name: 'code_challenge', required: false, description: 'RFC 7636 S256 challenge' })
   @ApiQuery({ name: 'code_challenge_method', required: false, enum: ['S256'] })
-  @ApiOkResponse({ description: '`{authorize_url, code_url, accesstoken_request_url}`' })
+  @ApiOkResponse({ description: '`{authorize_url, code_url, accesstoken_request_url, interval, expires_in}`: interval is the minimum seconds between polls of code_url, expires_in the lifetime of the sign-in link' })
   @ApiNotFoundResponse({ description: 'unknown or disabled client: `{error: "invalid_client"}`' })
   @ApiBadRequestResponse({ description: 'redirect_url not allowed or PKCE parameters malformed: `{error: "invalid_request"}`' })
   config(@Param('client_id') clientId: string, @Query() query: Record<string, unknown>) {

@@ -11,10 +11,15 @@ import { ApprovedStates } from './approved-states.js';
 import { PollLimiter } from './poll-limiter.js';
 import { InvalidState, StateTokens } from './state-tokens.service.js';
 
+/** Seed 000's helper configuration, plus two fields its clients ignore and newer ones can use. */
 export interface HelperConfig {
   authorize_url: string;
   code_url: string;
   accesstoken_request_url: string;
+  /** Seconds a device must wait between polls of code_url (faster polls get 429). */
+  interval: number;
+  /** Seconds the sign-in link (its state) stays valid. */
+  expires_in: number;
 }
 
 /** The answer while no code is waiting: the usual outcome of a poll, so it is a value, not an exception. */
@@ -48,7 +53,13 @@ export class HelperService {
     authorize.search = new URLSearchParams({ response_type: 'code', client_id: client.id, state }).toString();
     const poll = new URL(`${this.env.apiUrl}/external/oauth2helper/code/get/${encodeURIComponent(client.id)}`);
     poll.search = new URLSearchParams({ state }).toString();
-    return { authorize_url: authorize.href, code_url: poll.href, accesstoken_request_url: `${this.env.frontendUrl}/sso/token` };
+    return {
+      authorize_url: authorize.href,
+      code_url: poll.href,
+      accesstoken_request_url: `${this.env.frontendUrl}/sso/token`,
+      interval: this.env.CODE_POLL_MIN_INTERVAL,
+      expires_in: this.env.STATE_TTL,
+    };
   }
 
   /**

@@ -27,13 +27,15 @@ describe('POST /external/oauth2helper/config/{client_id}', () => {
   afterAll(() => app.close());
 
   describe('for an enabled client with the authorization_code grant', () => {
-    it('answers 200 with exactly authorize_url, code_url and accesstoken_request_url on the public URLs, never cached', async () => {
+    it('answers 200 with authorize_url, code_url and accesstoken_request_url on the public URLs, the poll interval and the link lifetime, never cached', async () => {
       const response = await requestConfig(app, client.id);
       expect(response.status).toBe(200);
       expect(response.headers.get('content-type')).toMatch(/^application\/json/);
       expect(response.headers.get('cache-control')).toBe('no-store');
       const body = (await response.json()) as HelperConfigResponse;
-      expect(Object.keys(body).sort()).toEqual(['accesstoken_request_url', 'authorize_url', 'code_url']);
+      expect(Object.keys(body).sort()).toEqual(['accesstoken_request_url', 'authorize_url', 'code_url', 'expires_in', 'interval']);
+      // Additions the seed's clients ignore: the enforced minimum poll interval and the state's lifetime.
+      expect(body).toMatchObject({ interval: app.env.CODE_POLL_MIN_INTERVAL, expires_in: app.env.STATE_TTL });
 
       const authorize = new URL(body.authorize_url);
       expect(`${authorize.origin}${authorize.pathname}`).toBe(`${FRONTEND_URL}/sso/authorize`);

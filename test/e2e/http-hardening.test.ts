@@ -113,7 +113,13 @@ describe('requests with an Upgrade header other than the stream', () => {
     const client = await createClient(app);
     const config = await exchange(portOf(app), [request(`POST /external/oauth2helper/config/${client.id} HTTP/1.1`, H2C)]);
     expect(config.status).toBe(200);
-    expect(json(config)).toEqual({ authorize_url: expect.any(String), code_url: expect.any(String), accesstoken_request_url: expect.any(String) });
+    expect(json(config)).toEqual({
+      authorize_url: expect.any(String),
+      code_url: expect.any(String),
+      accesstoken_request_url: expect.any(String),
+      interval: expect.any(Number),
+      expires_in: expect.any(Number),
+    });
   });
 
   it('refuses an upgrade request with a body (it cannot be read) with a 400 in the route format', async () => {

@@ -10,6 +10,8 @@ export interface HelperConfigResponse {
   authorize_url: string;
   code_url: string;
   accesstoken_request_url: string;
+  interval: number;
+  expires_in: number;
 }
 
 /** POST /external/oauth2helper/config/{client_id} with `query` (a string keeps repeated or raw parameters). */
