@@ -56,7 +56,8 @@ const EXPIRED = 'The code expired before it was approved: run again for a new on
 
 const { values: options } = parseArgs({
   options: {
-    api: { type: 'string', default: process.env.VOYAGE_API_URL ?? 'http://localhost:3000' },
+    // The service's address: as its own settings name it when run beside it (API_URL, PORT).
+    api: { type: 'string', default: process.env.VOYAGE_API_URL ?? process.env.API_URL ?? `http://localhost:${process.env.PORT ?? 3000}` },
     redirect: { type: 'boolean', default: false },
     'device-flow': { type: 'boolean', default: false },
     scope: { type: 'string' },
@@ -85,7 +86,7 @@ async function main() {
   configUrl.searchParams.set('code_challenge', challenge);
   configUrl.searchParams.set('code_challenge_method', 'S256');
   if (callback) configUrl.searchParams.set('redirect_url', callback.url);
-  const config = await json<HelperConfig>(await fetch(configUrl, { method: 'POST' }), 'helper configuration');
+  const config = await json<HelperConfig>(await request(configUrl, { method: 'POST' }), 'helper configuration');
 
   log(`Open this address in a browser and sign in:\n\n  ${config.authorize_url}\n`);
   const code = callback ? await callback.code : await pollForCode(config.code_url);
@@ -108,7 +109,7 @@ async function main() {
 /** Endpoint 2: 404 until the user has signed in, 200 with the code once, 429 when too fast. */
 async function pollForCode(codeUrl: string): Promise<string> {
   for (;;) {
-    const response = await fetch(codeUrl);
+    const response = await request(codeUrl);
     if (response.status === 200) return ((await response.json()) as { code: string }).code;
     if (response.status === 429) {
       await sleep(Number(response.headers.get('retry-after') ?? 5) * 1000);
@@ -190,11 +191,21 @@ async function requestTokens(tokenUrl: string, grant: Record<string, string>): P
 
 /** A form POST authenticated with client_secret_post. */
 function postWithClient(url: string | URL, fields: Record<string, string>): Promise<Response> {
-  return fetch(url, {
+  return request(url, {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded' },
     body: new URLSearchParams({ ...fields, client_id: clientId, client_secret: clientSecret }),
   });
+}
+
+/** fetch, with the address in the error when the service cannot be reached (fetch says only "fetch failed"). */
+async function request(url: string | URL, init?: RequestInit): Promise<Response> {
+  try {
+    return await fetch(url, init);
+  } catch (error) {
+    const cause = (error as Error & { cause?: Error }).cause?.message ?? (error as Error).message;
+    throw new Error(`cannot reach ${new URL(url).origin} (${cause}): is the service running there? (--api, or API_URL / PORT)`);
+  }
 }
 
 async function json<T>(response: Response, what: string): Promise<T> {

@@ -16,7 +16,8 @@ const TOKEN_EXPIRED = 4003;
 
 const { values: options } = parseArgs({
   options: {
-    api: { type: 'string', default: process.env.VOYAGE_API_URL ?? 'http://localhost:3000' },
+    // The service's address: as its own settings name it when run beside it (API_URL, PORT).
+    api: { type: 'string', default: process.env.VOYAGE_API_URL ?? process.env.API_URL ?? `http://localhost:${process.env.PORT ?? 3000}` },
     // {identity_url} and {ws_url} default to the API address.
     identity: { type: 'string' },
     ws: { type: 'string' },
@@ -32,7 +33,8 @@ const streamUrl = `${options.ws ?? options.api.replace(/^http/, 'ws')}/voyage/no
 
 /** Seed 001 endpoint 2: client credentials in the form body. */
 async function fetchToken(): Promise<string> {
-  const response = await fetch(`${identityUrl}/public/api/oauth2/token`, {
+  const tokenUrl = `${identityUrl}/public/api/oauth2/token`;
+  const response = await fetch(tokenUrl, {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded' },
     body: new URLSearchParams({
@@ -41,6 +43,9 @@ async function fetchToken(): Promise<string> {
       client_secret: clientSecret,
       ...(options.scope ? { scope: options.scope } : {}),
     }),
+  }).catch((error: Error & { cause?: Error }) => {
+    // fetch says only "fetch failed": name the address.
+    throw new Error(`cannot reach ${new URL(tokenUrl).origin} (${error.cause?.message ?? error.message}): is the service running there? (--api, or API_URL / PORT)`);
   });
   const body = (await response.json().catch(() => ({}))) as { access_token?: string; error?: string };
   if (response.status !== 200 || !body.access_token) throw new Error(`token request failed: ${response.status} ${body.error ?? ''}`.trim());

@@ -8,6 +8,7 @@ import { createClient, createUser, type TestClient } from '../factories/oauth.fa
 import { type PortalUser, userId } from '../factories/token-flow.factory.js';
 import { signIn } from '../setup/browserless-login.js';
 import { query } from '../setup/database.js';
+import { freePort } from '../setup/free-port.js';
 import { startTestApp, type TestApp } from '../setup/test-app.js';
 
 const TSX = fileURLToPath(new URL('../../node_modules/.bin/tsx', import.meta.url));
@@ -104,6 +105,25 @@ describe('examples/device-client.ts', () => {
     expect((await fetch(login.headers.get('location')!)).status).toBe(200);
     expect(await example.exited).toBe(0);
     expect(example.output()).toContain('Refreshed.');
+  });
+
+  it('finds the service by PORT when no --api is given, as the service itself reads it', async () => {
+    const client = await createClient(app);
+    const child = spawn(TSX, [EXAMPLE], { env: { PATH: process.env.PATH, CLIENT_ID: client.id, CLIENT_SECRET: client.secret, PORT: String(app.env.PORT) } });
+    onTestFinished(() => void child.kill());
+    let output = '';
+    child.stdout.on('data', (chunk) => (output += chunk));
+    await expect.poll(() => output, { timeout: 10_000 }).toContain('/sso/authorize?');
+  });
+
+  it('names the address it cannot reach, instead of a bare "fetch failed"', async () => {
+    const closedPort = await freePort();
+    const child = spawn(TSX, [EXAMPLE, '--device-flow'], { env: { PATH: process.env.PATH, CLIENT_ID: 'x', CLIENT_SECRET: 'y', PORT: String(closedPort) } });
+    let stderr = '';
+    child.stderr.on('data', (chunk) => (stderr += chunk));
+    const [code] = await once(child, 'exit');
+    expect(code).toBe(1);
+    expect(stderr).toContain(`cannot reach http://localhost:${closedPort} (`);
   });
 });
 

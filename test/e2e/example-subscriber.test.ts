@@ -92,4 +92,16 @@ describe('examples/notification-subscriber.ts', () => {
     // Nothing was delivered twice across the reconnects.
     for (const correlationId of [first, second, third]) expect(count(correlationId)).toBe(1);
   }, 40_000);
+
+  it('reads PORT when no --api is given, and names the address it cannot reach', async () => {
+    const closedPort = await freePort();
+    const child = spawn(TSX, [EXAMPLE], { env: { PATH: process.env.PATH, CLIENT_ID: 'x', CLIENT_SECRET: 'y', PORT: String(closedPort) } });
+    let output = '';
+    child.stdout.on('data', (chunk) => (output += chunk));
+    try {
+      await expect.poll(() => output, { timeout: 10_000 }).toContain(`cannot reach http://localhost:${closedPort} (`);
+    } finally {
+      child.kill();
+    }
+  });
 });
