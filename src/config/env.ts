@@ -1,5 +1,7 @@
 import 'reflect-metadata';
 import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { plainToInstance, Transform } from 'class-transformer';
 import ipaddr from 'ipaddr.js';
 import {
@@ -24,6 +26,9 @@ const toBoolean = ({ obj, key }: { obj: Record<string, unknown>; key: string }) 
   return ({ true: true, false: false, '1': true, '0': false } as Record<string, boolean>)[raw.toLowerCase()] ?? raw;
 };
 const httpUrl = { require_tld: false, require_protocol: true, protocols: ['http', 'https'] };
+
+/** The application's folder: this file is src/config/env.ts, or dist/config/env.js once built. */
+const APP_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
 /** Seed 000: "expires_in ... 3600 in all responses" of /sso/token. */
 export const USER_ACCESS_TOKEN_TTL = 3600;
@@ -69,7 +74,7 @@ export class Env {
   @Min(100) @Max(600000) @IsInt()
   DATABASE_LOCK_TIMEOUT_MS: number = 2000;
 
-  /** Folder for the embedded PostgreSQL data and its credentials. */
+  /** Folder for the embedded PostgreSQL data and its credentials; a relative one lies in the application's folder. */
   @IsString() @MinLength(1)
   DATA_DIR: string = './.data';
 
@@ -233,6 +238,15 @@ export class Env {
   get allowedResources(): string[] {
     const listed = this.ALLOWED_RESOURCES?.split(',').map((value) => trimSlash(value.trim())).filter(Boolean);
     return listed?.length ? listed : [this.apiUrl];
+  }
+
+  /**
+   * DATA_DIR as a full path. A relative one is taken from the application's folder, not the
+   * working directory, so the CLI run from elsewhere finds the service's database instead of
+   * creating a new empty one.
+   */
+  get dataDir() {
+    return resolve(APP_ROOT, this.DATA_DIR);
   }
 
   get apiUrl() {

@@ -16,7 +16,7 @@ const EMBEDDED_DATABASE = 'voyage_connect';
  */
 export async function openDatabaseServer(env: Env, owner: 'service' | 'cli', log: (line: string) => void): Promise<DatabaseServer> {
   if (env.DATABASE_URL) return { url: env.DATABASE_URL, close: async () => {} };
-  const embedded = await startEmbeddedPostgres({ dataDir: env.DATA_DIR, port: env.EMBEDDED_PG_PORT, log });
+  const embedded = await startEmbeddedPostgres({ dataDir: env.dataDir, port: env.EMBEDDED_PG_PORT, log });
   await ensureDatabase(embedded.url(), EMBEDDED_DATABASE);
   const stopOnClose = owner === 'service' || embedded.startedHere;
   return {

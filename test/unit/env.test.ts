@@ -1,3 +1,6 @@
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { InvalidConfigError, loadEnv } from '../../src/config/env.js';
 
@@ -48,6 +51,19 @@ describe('loadEnv', () => {
       expect(() => loadEnv({ TRUST_PROXY: value }), value).toThrow(
         `Invalid configuration: TRUST_PROXY must be true, false, a hop count, or comma-separated addresses/CIDRs (got ${JSON.stringify(value)})`,
       );
+    }
+  });
+
+  it("takes a relative DATA_DIR from the application's folder, not the working directory", () => {
+    const root = fileURLToPath(new URL('../..', import.meta.url));
+    const cwd = process.cwd();
+    process.chdir(tmpdir());
+    try {
+      expect(loadEnv({}).dataDir).toBe(join(root, '.data'));
+      expect(loadEnv({ DATA_DIR: 'var/db' }).dataDir).toBe(join(root, 'var/db'));
+      expect(loadEnv({ DATA_DIR: '/srv/voyage' }).dataDir).toBe('/srv/voyage');
+    } finally {
+      process.chdir(cwd);
     }
   });
 
