@@ -10,6 +10,7 @@ import { KeysModule } from './keys/keys.module.js';
 import { MetricsModule } from './metrics/metrics.module.js';
 import { NotificationPublishCommand } from './notification/commands/notification-publish.command.js';
 import { NotificationPublishingModule } from './notification/notification-publishing.module.js';
+import { UserListCommand, UserUnlockCommand } from './users/commands/user-admin.commands.js';
 import { UserCreateCommand } from './users/commands/user-create.command.js';
 import { UsersModule } from './users/users.module.js';
 
@@ -23,7 +24,7 @@ export class CliModule {
     return {
       module: CliModule,
       imports: [ConfigModule.forRoot(env), DatabaseModule.forRoot(databaseUrl), MetricsModule, ClientCommandsModule, UsersModule, KeysModule, NotificationPublishingModule],
-      providers: [UserCreateCommand, KeysRotateCommand, KeysListCommand, KeysRevokeCommand, NotificationPublishCommand],
+      providers: [UserCreateCommand, UserListCommand, UserUnlockCommand, KeysRotateCommand, KeysListCommand, KeysRevokeCommand, NotificationPublishCommand],
     };
   }
 }

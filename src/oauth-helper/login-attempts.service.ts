@@ -3,7 +3,7 @@ import { isPlausibleLogin } from '../users/dto/create-user.dto.js';
 import { PasswordCheckGate } from '../users/password-check-gate.js';
 import type { UserEntity } from '../users/user.entity.js';
 import { UsersService } from '../users/users.service.js';
-import { LoginThrottle } from './login-throttle.service.js';
+import { LoginThrottle } from '../users/login-throttle.service.js';
 import { waitInWords } from './wait-in-words.js';
 
 export type LoginAttempt =

@@ -8,7 +8,6 @@ import { AuthorizeController } from './authorize.controller.js';
 import { HelperController } from './helper.controller.js';
 import { HelperService } from './helper.service.js';
 import { LoginAttempts } from './login-attempts.service.js';
-import { LoginThrottle } from './login-throttle.service.js';
 import { LoginService } from './login.service.js';
 import { StateTokens } from './state-tokens.service.js';
 
@@ -16,7 +15,7 @@ import { StateTokens } from './state-tokens.service.js';
 @Module({
   imports: [ClientsModule, KeysModule, TokenModule, UsersModule],
   controllers: [HelperController, AuthorizeController],
-  providers: [ApprovedStates, HelperService, LoginAttempts, LoginService, LoginThrottle, StateTokens],
+  providers: [ApprovedStates, HelperService, LoginAttempts, LoginService, StateTokens],
   // The device flow's verification page signs the same users in, under the same slow-down.
   exports: [LoginAttempts],
 })

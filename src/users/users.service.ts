@@ -2,9 +2,9 @@ import { randomBytes } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import type { Repository } from 'typeorm';
-import { conflict, isUniqueViolation } from '../common/errors/app-error.js';
+import { conflict, isUniqueViolation, notFound } from '../common/errors/app-error.js';
 import { validateInput } from '../common/validation/validate-input.js';
-import { CreateUserDto } from './dto/create-user.dto.js';
+import { CreateUserDto, isPlausibleLogin } from './dto/create-user.dto.js';
 import { hashPassword, verifyPassword } from './password.js';
 import { UserEntity } from './user.entity.js';
 
@@ -27,7 +27,20 @@ export class UsersService {
       if (isUniqueViolation(error)) throw conflict(`a user named "${dto.username}" already exists`);
       throw error;
     }
-    return { id: user.id, username: user.username, created_at: user.createdAt.toISOString() };
+    return toView(user);
+  }
+
+  /** Every portal user, oldest first; never a password hash. */
+  async list(): Promise<UserView[]> {
+    return (await this.users.find({ order: { createdAt: 'ASC' } })).map(toView);
+  }
+
+  /** The user with this username (case-insensitive); not_found otherwise. */
+  async show(username: string): Promise<UserView> {
+    // A name no user can have (control characters, too long) is unknown without a query.
+    const user = isPlausibleLogin(username, '') ? await this.findByUsername(username) : null;
+    if (!user) throw notFound(`no user named "${username}"`);
+    return toView(user);
   }
 
   /**
@@ -52,3 +65,5 @@ export class UsersService {
     return this.users.createQueryBuilder('user').where('lower(user.username) = lower(:username)', { username }).getOne();
   }
 }
+
+const toView = (user: UserEntity): UserView => ({ id: user.id, username: user.username, created_at: user.createdAt.toISOString() });

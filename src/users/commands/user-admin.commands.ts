@@ -1,0 +1,35 @@
+import { Command, CommandRunner, Option } from 'nest-commander';
+import { printJson } from '../../common/cli/output.js';
+import { LoginThrottle } from '../login-throttle.service.js';
+import { UsersService } from '../users.service.js';
+
+@Command({ name: 'user:list', description: 'list portal users, oldest first (never passwords)' })
+export class UserListCommand extends CommandRunner {
+  constructor(private readonly users: UsersService) {
+    super();
+  }
+
+  async run(): Promise<void> {
+    printJson(await this.users.list());
+  }
+}
+
+@Command({ name: 'user:unlock', description: "clear a user's failed-login slow-down, from every address" })
+export class UserUnlockCommand extends CommandRunner {
+  constructor(
+    private readonly users: UsersService,
+    private readonly throttle: LoginThrottle,
+  ) {
+    super();
+  }
+
+  async run(_args: string[], options: { username: string }): Promise<void> {
+    const user = await this.users.show(options.username);
+    printJson({ ...user, cleared_slow_downs: await this.throttle.clearUser(user.username) });
+  }
+
+  @Option({ flags: '--username <username>', description: 'login name (case-insensitive)', required: true })
+  parseUsername(value: string) {
+    return value;
+  }
+}
