@@ -22,8 +22,9 @@ function fail(error: unknown): void {
 
 try {
   const env = loadProcessEnv();
-  const logger = createRootLogger({ level: 'warn', destination: 2 });
-  const database = await openDatabaseServer(env, 'cli', (line) => logger.debug(line));
+  const logger = createRootLogger({ level: 'warn', destination: 2, pretty: process.stderr.isTTY === true });
+  // Which database the command works on, when it is the embedded one (stdout stays one JSON document).
+  const database = await openDatabaseServer(env, 'cli', (line) => process.stderr.write(`${line}\n`));
   try {
     await CommandFactory.run(CliModule.forRoot(env, database.url), {
       logger: new PinoLoggerService(logger),

@@ -4,6 +4,7 @@ import { createApp } from './app.js';
 import { createRootLogger } from './common/logging/logger.js';
 import { type Env, InvalidConfigError, loadProcessEnv } from './config/env.js';
 import { type DatabaseServer, openDatabaseServer } from './database/database-server.js';
+import { SchemaStatus } from './database/schema-status.js';
 import { HealthRegistry } from './health/health-registry.js';
 
 let env: Env;
@@ -15,7 +16,8 @@ try {
   process.exit(1);
 }
 
-const logger = createRootLogger({ level: env.LOG_LEVEL });
+// A person at a terminal reads lines; a log collector (no terminal) gets JSON.
+const logger = createRootLogger({ level: env.LOG_LEVEL, pretty: process.stdout.isTTY === true });
 let database: DatabaseServer | undefined;
 let app: NestFastifyApplication | undefined;
 
@@ -23,6 +25,13 @@ async function start() {
   database = await openDatabaseServer(env, 'service', (line) => logger.info({ context: 'EmbeddedPostgres' }, line));
   app = await createApp(env, database.url, logger);
   await app.listen({ port: env.PORT, host: env.HOST });
+  logger.info(readyLine(app.get(SchemaStatus).applied));
+}
+
+/** The one line that says the service is ready: where, its documentation, what the start migrated, and a first step. */
+function readyLine(applied: string[]): string {
+  const migrations = applied.length ? `applied migrations ${applied.join(', ')}` : 'database schema up to date';
+  return `voyage-connect ready on http://${env.HOST}:${env.PORT} (public ${env.apiUrl}); API docs at ${env.apiUrl}/docs; ${migrations}. First client: npm run cli -- client:create --name my-device`;
 }
 
 /** How long closing the pool, saving cursors and stopping the embedded database may take after requests are cut. */

@@ -46,13 +46,13 @@ export async function dataSourceOptions(url: string, poolSize = 10, limits?: Dat
   };
 }
 
-/** Applies pending migrations, one instance at a time. */
-export async function runMigrations(dataSource: DataSource): Promise<void> {
+/** Applies pending migrations, one instance at a time; the names of those it applied. */
+export async function runMigrations(dataSource: DataSource): Promise<string[]> {
   const lock = dataSource.createQueryRunner();
   await lock.connect();
   try {
     await lock.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
-    await dataSource.runMigrations({ transaction: 'each' });
+    return (await dataSource.runMigrations({ transaction: 'each' })).map((migration) => migration.name);
   } finally {
     await lock.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]).catch(() => {});
     await lock.release();

@@ -8,16 +8,18 @@ import { dataSourceOptions, runMigrations } from './data-source.js';
 import { DatabaseUrl } from './database-url.js';
 import { PgListener } from './pg-listener.service.js';
 import { QueryErrorCounter } from './query-error-counter.js';
+import { SchemaStatus } from './schema-status.js';
 
 /** The TypeORM data source on `url`, migrated before any feature module starts; the URL itself for LISTEN. */
 @Module({})
 export class DatabaseModule {
   static forRoot(url: string): DynamicModule {
+    const schema = new SchemaStatus();
     return {
       module: DatabaseModule,
       global: true,
-      providers: [{ provide: DatabaseUrl, useValue: new DatabaseUrl(url) }, PgListener],
-      exports: [DatabaseUrl, PgListener],
+      providers: [{ provide: DatabaseUrl, useValue: new DatabaseUrl(url) }, { provide: SchemaStatus, useValue: schema }, PgListener],
+      exports: [DatabaseUrl, SchemaStatus, PgListener],
       imports: [
         // Database errors and listener reconnects are counted.
         MetricsModule,
@@ -37,7 +39,7 @@ export class DatabaseModule {
             // take long, and wait for another instance that is migrating.
             const migrator = await new DataSource(await dataSourceOptions(url, 2)).initialize();
             try {
-              await runMigrations(migrator);
+              schema.applied = await runMigrations(migrator);
             } finally {
               await migrator.destroy();
             }

@@ -1,5 +1,6 @@
 import type { LoggerService } from '@nestjs/common';
 import { type DestinationStream, pino, type Logger } from 'pino';
+import pretty from 'pino-pretty';
 
 /**
  * Paths pino blanks out wherever they appear. Request logs carry the path only (no query, no
@@ -19,8 +20,18 @@ const REDACTED = [
   'private_key_pem',
 ].flatMap((key) => [key, `*.${key}`, `*.*.${key}`]);
 
-/** JSON lines to stdout by default; the CLI logs to stderr (fd 2), tests to a stream they read. */
-export function createRootLogger(options: { level: string; destination?: 1 | 2 | DestinationStream }): Logger {
+/**
+ * JSON lines to stdout by default; the CLI logs to stderr (fd 2), tests to a stream they read.
+ * `pretty`: readable lines for a person at a terminal (pino-pretty) instead of JSON.
+ */
+export function createRootLogger(options: { level: string; destination?: 1 | 2 | DestinationStream; pretty?: boolean }): Logger {
+  const fd = typeof options.destination === 'number' ? options.destination : 1;
+  const destination =
+    typeof options.destination === 'object'
+      ? options.destination
+      : options.pretty
+        ? pretty({ destination: fd, colorize: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,service' })
+        : pino.destination({ fd, sync: false });
   return pino(
     {
       level: options.level,
@@ -39,9 +50,12 @@ export function createRootLogger(options: { level: string; destination?: 1 | 2 |
         res: (reply: { statusCode: number }) => ({ statusCode: reply.statusCode }),
       },
     },
-    typeof options.destination === 'object' ? options.destination : pino.destination({ fd: options.destination ?? 1, sync: false }),
+    destination,
   );
 }
+
+/** Contexts of Nest's own start-up chatter (modules loaded, routes mapped): debug, not info. */
+const FRAMEWORK_CONTEXTS = new Set(['NestFactory', 'InstanceLoader', 'RoutesResolver', 'RouterExplorer', 'NestApplication', 'WebSocketsController']);
 
 /**
  * Nest's logger interface on top of pino: context becomes a field. Code that logs for a request
@@ -51,7 +65,8 @@ export class PinoLoggerService implements LoggerService {
   constructor(private readonly root: Logger) {}
 
   log(message: unknown, ...params: unknown[]) {
-    this.write('info', message, params);
+    const context = params.at(-1);
+    this.write(typeof context === 'string' && FRAMEWORK_CONTEXTS.has(context) ? 'debug' : 'info', message, params);
   }
 
   error(message: unknown, ...params: unknown[]) {
