@@ -69,12 +69,18 @@ export async function createApp(env: Env, databaseUrl: string, logger: Logger): 
   );
   const openApi = new DocumentBuilder()
     .setTitle('voyage-connect')
-    .setDescription('Device sign-in (OAuth 2.0 helper and SSO token service) and report notifications')
+    .setDescription(OPENAPI_DESCRIPTION)
     .setVersion(VERSION)
+    .addBearerAuth({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'an access token from POST /public/api/oauth2/token (client credentials)' })
     .build();
   SwaggerModule.setup('docs', app, () => SwaggerModule.createDocument(app, openApi));
   return app;
 }
+
+/** The service in brief, and the WebSocket stream, which OpenAPI cannot describe as a route. */
+const OPENAPI_DESCRIPTION = `Device sign-in (the OAuth 2.0 helper, the standard device flow of RFC 8628, and the SSO token service) and report notifications.
+
+**Notification stream** (WebSocket, not an HTTP route): \`GET /voyage/notification/v1/ws/products\` with \`Upgrade: websocket\` and \`Authorization: Bearer <token with scope notification:subscribe>\`. Refused before the upgrade with 401 (no, malformed, forged or expired token) or 403 (no subscribe scope). Then one JSON notification per text message, oldest first, including those published while the client was away. Close codes: 1001 the instance is shutting down (reconnect), 1008 too many connections or the token/client was revoked (reconnect later, with a new token), 4003 the token expired (get a new token, reconnect), 1009 a client frame over the size limit, 1013 the client stopped reading. The server pings; a client that stops answering is dropped.`;
 
 /**
  * A request still unanswered after `timeoutMs` gets a 503 with Retry-After in its route's error

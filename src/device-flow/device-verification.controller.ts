@@ -1,5 +1,14 @@
-import { Body, Controller, Get, Post, Query, Req, Res } from '@nestjs/common';
-import { ApiConsumes, ApiOkResponse, ApiOperation, ApiServiceUnavailableResponse, ApiTags, ApiTooManyRequestsResponse } from '@nestjs/swagger';
+import { Body, Controller, Get, HttpCode, Post, Query, Req, Res } from '@nestjs/common';
+import {
+  ApiBadRequestResponse,
+  ApiConsumes,
+  ApiForbiddenResponse,
+  ApiOkResponse,
+  ApiOperation,
+  ApiServiceUnavailableResponse,
+  ApiTags,
+  ApiTooManyRequestsResponse,
+} from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { csrfCookieValue, newCsrfToken, pageCsrfToken, sendHtmlPage } from '../common/html/html-reply.js';
 import { DeviceVerificationService } from './device-verification.service.js';
@@ -20,12 +29,15 @@ export class DeviceVerificationController {
   }
 
   @Post()
+  @HttpCode(200)
   @ApiConsumes('application/x-www-form-urlencoded')
   @ApiOperation({
     summary:
       'One step of the verification page: `user_code` → the sign-in form; with `username`, `password` → the approval form naming the client and scopes; with `decision` (approve or deny) → done. A wrong or expired code: the code form again, 400',
   })
   @ApiOkResponse({ description: 'text/html: the next step' })
+  @ApiBadRequestResponse({ description: 'text/html: the code form again, the code is wrong or expired (or the form malformed)' })
+  @ApiForbiddenResponse({ description: 'text/html: the CSRF token is missing or wrong, or the approval form is not the latest sign-in\'s' })
   @ApiTooManyRequestsResponse({ description: 'too many wrong codes from this address, or too many failed sign-ins; `Retry-After` says when to try again' })
   @ApiServiceUnavailableResponse({ description: 'the sign-in form again: every password check slot is busy; `Retry-After: 1`' })
   async submit(@Body() body: unknown, @Req() request: FastifyRequest, @Res() reply: FastifyReply) {

@@ -17,7 +17,7 @@ export class HealthController {
   ) {}
 
   @Get()
-  @ApiOperation({ summary: 'Whether every component the service needs is healthy (seed 001 health check)' })
+  @ApiOperation({ summary: 'Whether every component the service needs is healthy (readiness: 503 while one is not, or while shutting down)' })
   @ApiOkResponse({ type: HealthResponseDto })
   @ApiServiceUnavailableResponse({ type: HealthResponseDto, description: '`info` names the failing components' })
   async check(@Res({ passthrough: true }) reply: FastifyReply): Promise<HealthResponseDto> {

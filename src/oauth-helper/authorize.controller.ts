@@ -1,5 +1,15 @@
-import { Body, Controller, Get, Post, Query, Req, Res } from '@nestjs/common';
-import { ApiConsumes, ApiOkResponse, ApiOperation, ApiServiceUnavailableResponse, ApiTags, ApiTooManyRequestsResponse } from '@nestjs/swagger';
+import { Body, Controller, Get, HttpCode, Post, Query, Req, Res } from '@nestjs/common';
+import {
+  ApiBadRequestResponse,
+  ApiConsumes,
+  ApiForbiddenResponse,
+  ApiFoundResponse,
+  ApiOkResponse,
+  ApiOperation,
+  ApiServiceUnavailableResponse,
+  ApiTags,
+  ApiTooManyRequestsResponse,
+} from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { csrfCookieValue, newCsrfToken, pageCsrfToken, sendHtmlPage } from '../common/html/html-reply.js';
 import { type AuthorizeOutcome, LoginService } from './login.service.js';
@@ -20,8 +30,13 @@ export class AuthorizeController {
   }
 
   @Post()
+  @HttpCode(200)
   @ApiConsumes('application/x-www-form-urlencoded')
   @ApiOperation({ summary: 'Submit the login form: 302 to the device with code and state, or a "return to your device" page' })
+  @ApiOkResponse({ description: 'text/html: "return to your device", or the login form again with a message (wrong credentials)' })
+  @ApiFoundResponse({ description: "to the device's redirect URL with `code` and `state`" })
+  @ApiBadRequestResponse({ description: 'text/html error page: the sign-in link is invalid, expired or used; never a redirect' })
+  @ApiForbiddenResponse({ description: 'the login form again: the CSRF token is missing or wrong' })
   @ApiTooManyRequestsResponse({ description: 'the login page again: too many failed sign-ins for this username from this address (or overall); `Retry-After` says when to try again' })
   @ApiServiceUnavailableResponse({ description: 'the login page again: every password check slot is busy; `Retry-After: 1`' })
   async submit(@Body() body: unknown, @Req() request: FastifyRequest, @Res() reply: FastifyReply) {

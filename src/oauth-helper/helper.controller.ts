@@ -14,7 +14,7 @@ export class HelperController {
   @Post('config/:client_id')
   @HttpCode(200)
   @NoStore()
-  @ApiOperation({ summary: 'Helper configuration: where to send the user, where to poll, where to exchange (seed 000 endpoint 1)' })
+  @ApiOperation({ summary: 'Helper configuration: where to send the user, where to poll for the code, where to exchange it' })
   @ApiQuery({ name: 'redirect_url', required: false, description: "the device's own callback; must match a registered pattern" })
   @ApiQuery({ name: 'code_challenge', required: false, description: 'RFC 7636 S256 challenge' })
   @ApiQuery({ name: 'code_challenge_method', required: false, enum: ['S256'] })
@@ -27,7 +27,7 @@ export class HelperController {
 
   @Get('code/get/:client_id')
   @NoStore()
-  @ApiOperation({ summary: 'Poll for the authorization code of a state (seed 000 endpoint 2); 200 exactly once' })
+  @ApiOperation({ summary: 'Poll for the authorization code of a sign-in link (state); 200 exactly once, 404 until then' })
   @ApiQuery({ name: 'state', required: true })
   @ApiOkResponse({ description: '`{code}`' })
   @ApiNotFoundResponse({ description: 'no code ready, unknown client, or already collected' })

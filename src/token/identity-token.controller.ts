@@ -13,7 +13,7 @@ export class IdentityTokenController {
   @Post('token')
   @HttpCode(200)
   @OAuthFormRoute()
-  @ApiOperation({ summary: 'Client-credentials token for the notification stream (seed 001 endpoint 2, RFC 6749 §4.4, RFC 8707 resource)' })
+  @ApiOperation({ summary: 'Client-credentials token for the notification routes and stream (RFC 6749 §4.4, RFC 8707 resource)' })
   @ApiOkResponse({ description: '`{access_token, expires_in, token_type: "Bearer", scope, resource?}`' })
   token(@Body() body: unknown, @Headers('authorization') authorization?: string, @Headers('content-type') contentType?: string) {
     return this.tokens.identityToken(body, authorization, contentType);

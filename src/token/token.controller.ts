@@ -13,7 +13,7 @@ export class TokenController {
   @Post('token')
   @HttpCode(200)
   @OAuthFormRoute()
-  @ApiOperation({ summary: 'Exchange an authorization code or a refresh token (seed 000 endpoint 3, RFC 6749 §4.1.3, §6)' })
+  @ApiOperation({ summary: 'Exchange an authorization code, a refresh token or a device code for tokens (RFC 6749 §4.1.3, §6; RFC 8628 §3.4)' })
   @ApiOkResponse({ description: '`{access_token, expires_in: 3600, token_type: "bearer", scope, refresh_token}`' })
   token(@Body() body: unknown, @Headers('authorization') authorization?: string, @Headers('content-type') contentType?: string) {
     return this.tokens.ssoToken(body, authorization, contentType);

@@ -65,6 +65,25 @@ describe('HTTP basics', () => {
     for (const path of ['/sso/authorize', '/sso/device']) expect(statuses(path, 'post')).toEqual(expect.arrayContaining(['429', '503']));
   });
 
+  it('describes the stream in words, defines the Bearer scheme the notification routes use, and documents the form posts as 200', async () => {
+    type Operation = { summary?: string; responses: Record<string, unknown>; security?: Record<string, unknown>[] };
+    const document = (await (await fetch(`${app.baseUrl}/docs-json`)).json()) as {
+      info: { description: string };
+      components: { securitySchemes?: Record<string, Record<string, string>> };
+      paths: Record<string, Record<string, Operation>>;
+    };
+    expect(document.info.description).toContain('/voyage/notification/v1/ws/products');
+    expect(document.info.description).toMatch(/1001[\s\S]*1008[\s\S]*4003/);
+    expect(document.components.securitySchemes?.bearer).toMatchObject({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT' });
+    expect(document.paths['/voyage/notification/v1/notifications'].post.security).toEqual([{ bearer: [] }]);
+    for (const path of ['/sso/authorize', '/sso/device']) {
+      expect(Object.keys(document.paths[path].post.responses), path).toContain('200');
+      expect(Object.keys(document.paths[path].post.responses), path).not.toContain('201');
+    }
+    const summaries = Object.values(document.paths).flatMap((methods) => Object.values(methods).map((operation) => operation.summary ?? ''));
+    expect(summaries.filter((summary) => /seed/i.test(summary))).toEqual([]);
+  });
+
   it('serves the JWKS with public parts only and a JWK-set media type', async () => {
     const response = await fetch(`${app.baseUrl}/.well-known/jwks.json`);
     expect(response.status).toBe(200);
