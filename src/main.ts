@@ -3,6 +3,7 @@ import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { createApp } from './app.js';
 import { createRootLogger } from './common/logging/logger.js';
 import { type Env, InvalidConfigError, loadProcessEnv } from './config/env.js';
+import { DataFolderInUse } from './database/data-folder-lock.js';
 import { type DatabaseServer, openDatabaseServer } from './database/database-server.js';
 import { SchemaStatus } from './database/schema-status.js';
 import { HealthRegistry } from './health/health-registry.js';
@@ -80,8 +81,9 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
 try {
   await starting;
 } catch (error) {
-  // A setting only createApp can check (METRICS_ALLOWED_CIDRS) is reported like the others: one line.
-  if (error instanceof InvalidConfigError) process.stderr.write(`${error.message}\n`);
+  // A setting only createApp can check (METRICS_ALLOWED_CIDRS), or a data folder another service
+  // holds, is reported like a bad setting: one line.
+  if (error instanceof InvalidConfigError || error instanceof DataFolderInUse) process.stderr.write(`${error.message}\n`);
   else logger.fatal({ err: error }, 'start-up failed');
   await stop().catch(() => {});
   process.exit(1);

@@ -1,4 +1,5 @@
 import type { Env } from '../config/env.js';
+import { lockDataFolder } from './data-folder-lock.js';
 import { ensureDatabase, startEmbeddedPostgres } from './embedded-postgres.js';
 
 export interface DatabaseServer {
@@ -10,19 +11,27 @@ export interface DatabaseServer {
 const EMBEDDED_DATABASE = 'voyage_connect';
 
 /**
- * `DATABASE_URL` when set; otherwise the embedded PostgreSQL under DATA_DIR. The service stops the
- * embedded server at shutdown (`owner: 'service'`), even one it adopted from a killed run; the
- * CLI stops it only when it started it, so it can run beside a live service.
+ * `DATABASE_URL` when set; otherwise the embedded PostgreSQL under DATA_DIR. One service at a
+ * time owns a data folder (a second one refuses to start, so it can never take the first one's
+ * database over); it stops the embedded server at shutdown, even one it adopted from a killed
+ * run. The CLI stops it only when it started it, so it can run beside a live service.
  */
 export async function openDatabaseServer(env: Env, owner: 'service' | 'cli', log: (line: string) => void): Promise<DatabaseServer> {
   if (env.DATABASE_URL) return { url: env.DATABASE_URL, close: async () => {} };
-  const embedded = await startEmbeddedPostgres({ dataDir: env.dataDir, port: env.EMBEDDED_PG_PORT, log });
-  await ensureDatabase(embedded.url(), EMBEDDED_DATABASE);
-  const stopOnClose = owner === 'service' || embedded.startedHere;
-  return {
-    url: embedded.url(EMBEDDED_DATABASE),
-    close: async () => {
-      if (stopOnClose) await embedded.stop();
-    },
-  };
+  const unlock = owner === 'service' ? await lockDataFolder(env.dataDir) : async () => {};
+  try {
+    const embedded = await startEmbeddedPostgres({ dataDir: env.dataDir, port: env.EMBEDDED_PG_PORT, log });
+    await ensureDatabase(embedded.url(), EMBEDDED_DATABASE);
+    const stopOnClose = owner === 'service' || embedded.startedHere;
+    return {
+      url: embedded.url(EMBEDDED_DATABASE),
+      close: async () => {
+        if (stopOnClose) await embedded.stop();
+        await unlock();
+      },
+    };
+  } catch (error) {
+    await unlock();
+    throw error;
+  }
 }

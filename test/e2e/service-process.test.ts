@@ -71,6 +71,20 @@ describe('the service process with the embedded database', () => {
     expect(await service.exited).toBe(0);
   });
 
+  it('refuses a second service on the same data folder, which leaves the first one and its database serving', async () => {
+    const first = start();
+    await waitForStatus(`${baseUrl}/health`, 200, 60_000);
+    const second = spawnService({ ...env, PORT: String(await freePort()) });
+    services.push(second);
+    expect(await second.exited).toBe(1);
+    expect(second.output()).toMatch(new RegExp(`^DATA_DIR ${dataDir} is in use by another voyage-connect service \\(pid ${first.child.pid}\\): stop it first`, 'm'));
+    // The refused one stopped nothing: the first still answers, with its database.
+    expect(await embeddedServerRunning()).toBe(true);
+    expect((await fetch(`${baseUrl}/health`)).status).toBe(200);
+    first.child.kill('SIGTERM');
+    expect(await first.exited).toBe(0);
+  });
+
   it('reuses the database server a killed process left running', async () => {
     const killed = start();
     await waitForStatus(`${baseUrl}/health`, 200, 60_000);
