@@ -1,13 +1,14 @@
 import 'reflect-metadata';
 import { CommandFactory } from 'nest-commander';
 import { CliModule } from './cli.module.js';
+import { takeFormatOption } from './common/cli/output.js';
 import { createRootLogger, PinoLoggerService } from './common/logging/logger.js';
 import { InvalidConfigError, loadProcessEnv } from './config/env.js';
 import { openDatabaseServer } from './database/database-server.js';
 
 /**
- * Admin CLI: one JSON document on stdout, diagnostics and errors on stderr, exit code 1 on any
- * failure (usage errors included).
+ * Admin CLI: one JSON document on stdout (or a table with --format table), diagnostics and errors
+ * on stderr, exit code 1 on any failure (usage errors included).
  */
 function fail(error: unknown): void {
   process.exitCode = 1;
@@ -21,6 +22,8 @@ function fail(error: unknown): void {
 }
 
 try {
+  // nest-commander parses process.argv itself: --format is taken out first, for every command.
+  process.argv = takeFormatOption(process.argv);
   const env = loadProcessEnv();
   const logger = createRootLogger({ level: 'warn', destination: 2, pretty: process.stderr.isTTY === true });
   // Which database the command works on, when it is the embedded one (stdout stays one JSON document).

@@ -412,3 +412,28 @@ describe('client:create for the device flow (RFC 8628)', () => {
     expect(stored.grants).toEqual(['urn:ietf:params:oauth:grant-type:device_code']);
   });
 });
+
+describe('--format', () => {
+  it('prints a list as a table for people, one row per record under a header', async () => {
+    const run = await runCli(['client:list', '--format', 'table']);
+    expect(run, run.stderr).toMatchObject({ code: 0 });
+    const [header, rule, ...rows] = run.stdout.trimEnd().split('\n');
+    expect(header.split(/\s{2,}/)).toEqual(expect.arrayContaining(['client_id', 'name', 'grants', 'scopes', 'enabled']));
+    expect(rule).toMatch(/^[-\s]+$/);
+    expect(rows.map((row) => row.split(/\s{2,}/)[1])).toEqual(expect.arrayContaining(['Alpha Planner', 'Beta']));
+    expect(() => JSON.parse(run.stdout)).toThrow();
+  });
+
+  it('prints one record as field and value rows, also as --format=table', async () => {
+    const [client] = parseSuccess<ClientView[]>(await runCli(['client:list']));
+    const run = await runCli(['client:show', client.client_id, '--format=table']);
+    expect(run, run.stderr).toMatchObject({ code: 0 });
+    expect(run.stdout).toMatch(new RegExp(`^client_id +${client.client_id}$`, 'm'));
+    expect(run.stdout).toMatch(/^field +value$/m);
+  });
+
+  it('keeps JSON with --format json, and refuses any other format', async () => {
+    expect(Array.isArray(parseSuccess(await runCli(['client:list', '--format', 'json'])))).toBe(true);
+    expectFailure(await runCli(['client:list', '--format', 'xml']), /--format must be json or table \(got "xml"\)/);
+  });
+});
