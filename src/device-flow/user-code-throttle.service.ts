@@ -2,20 +2,17 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { addressPrefix } from '../common/http/address-prefix.js';
+import { NEXT_FAILURES_SQL, slowDownDelaySql } from '../common/slow-down-sql.js';
 
 /**
- * Wrong user codes an address may enter within the window before each further one doubles the
- * wait. A user who mistypes a few times never notices; a guesser gets a handful of tries out of
+ * Wrong user codes an address may enter within the 15-minute window before each further one
+ * doubles the wait. A user who mistypes a few times never notices; a guesser gets a handful of tries out of
  * 20^8 codes (RFC 8628 §5.1) before each one costs seconds, then minutes.
  */
 const FREE_FAILURES = 10;
-const WINDOW_SECONDS = 15 * 60;
-const MAX_DELAY_SECONDS = 15 * 60;
 
 /** The address's key in login_failures: hashed, so its length is fixed. */
 const KEY_SQL = `(SELECT 'user_code:' || encode(sha256(convert_to($1::text, 'UTF8')), 'hex'))`;
-const FAILURES_SQL = `CASE WHEN f.last_failure_at > now() - make_interval(secs => ${WINDOW_SECONDS}) THEN f.failures + 1 ELSE 1 END`;
-const DELAY_SQL = `make_interval(secs => CASE WHEN ${FAILURES_SQL} < ${FREE_FAILURES} THEN 0 ELSE LEAST(power(2, ${FAILURES_SQL} - ${FREE_FAILURES}), ${MAX_DELAY_SECONDS}) END)`;
 
 /**
  * Slows down the entry of wrong user codes on the verification page, per address (IPv6 by its
@@ -31,7 +28,7 @@ export class UserCodeThrottle {
     const [row]: { counted: boolean; wait: string | null }[] = await this.dataSource.query(
       `WITH counted AS (
          INSERT INTO login_failures AS f (key, failures, last_failure_at, blocked_until) VALUES (${KEY_SQL}, 1, now(), now())
-         ON CONFLICT (key) DO UPDATE SET failures = ${FAILURES_SQL}, last_failure_at = now(), blocked_until = now() + ${DELAY_SQL}
+         ON CONFLICT (key) DO UPDATE SET failures = ${NEXT_FAILURES_SQL}, last_failure_at = now(), blocked_until = now() + ${slowDownDelaySql(NEXT_FAILURES_SQL, FREE_FAILURES)}
          -- clock_timestamp(): an entry that waited on the row may have started before the one it waited for.
          WHERE f.blocked_until <= clock_timestamp()
          RETURNING key)

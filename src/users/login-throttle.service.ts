@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { addressPrefix } from '../common/http/address-prefix.js';
+import { NEXT_FAILURES_SQL, slowDownDelaySql } from '../common/slow-down-sql.js';
 
 /**
  * Failures allowed per key within the window before each further one doubles the wait. The
@@ -11,9 +12,6 @@ import { addressPrefix } from '../common/http/address-prefix.js';
  * guesser spread over many addresses is still slowed down; an address alone may be a shared NAT.
  */
 const FREE_FAILURES = { pair: 5, user: 50, address: 100 } as const;
-/** Failures older than this no longer count. */
-const WINDOW_SECONDS = 15 * 60;
-const MAX_DELAY_SECONDS = 15 * 60;
 
 /**
  * The keys of an attempt, made in SQL so the username is folded by PostgreSQL's own `lower()`,
@@ -28,10 +26,6 @@ const KEYS_SQL = `
     SELECT 'pair:' || u || ':' || a, ${FREE_FAILURES.pair} FROM hashed
     UNION ALL SELECT 'user:' || u, ${FREE_FAILURES.user} FROM hashed
     UNION ALL SELECT 'address:' || a, ${FREE_FAILURES.address} FROM hashed)`;
-
-/** The wait after the `failures`-th failure of a key with `free` free ones, as an interval. */
-const DELAY_SQL = (failures: string, free: string) =>
-  `make_interval(secs => CASE WHEN ${failures} < ${free} THEN 0 ELSE LEAST(power(2, ${failures} - ${free}), ${MAX_DELAY_SECONDS}) END)`;
 
 export interface ThrottleKeys {
   username: string;
@@ -69,14 +63,11 @@ export class LoginThrottle {
       `WITH ${KEYS_SQL},
        open AS (SELECT NOT EXISTS (SELECT 1 FROM login_failures f JOIN keys USING (key) WHERE f.blocked_until > now()) AS ok)
        INSERT INTO login_failures AS f (key, failures, last_failure_at, blocked_until)
-       SELECT key, 1, now(), now() + ${DELAY_SQL('1', 'free')} FROM keys, open WHERE open.ok
+       SELECT key, 1, now(), now() + ${slowDownDelaySql('1', 'free')} FROM keys, open WHERE open.ok
        ON CONFLICT (key) DO UPDATE SET
-         failures = CASE WHEN f.last_failure_at > now() - make_interval(secs => ${WINDOW_SECONDS}) THEN f.failures + 1 ELSE 1 END,
+         failures = ${NEXT_FAILURES_SQL},
          last_failure_at = now(),
-         blocked_until = now() + ${DELAY_SQL(
-           `CASE WHEN f.last_failure_at > now() - make_interval(secs => ${WINDOW_SECONDS}) THEN f.failures + 1 ELSE 1 END`,
-           `(SELECT free FROM keys WHERE keys.key = f.key)`,
-         )}
+         blocked_until = now() + ${slowDownDelaySql(NEXT_FAILURES_SQL, '(SELECT free FROM keys WHERE keys.key = f.key)')}
        -- clock_timestamp(), not now(): a parallel attempt that made this statement wait on the row
        -- may have started later, so its blocked_until (its own now()) can lie after this one's now().
        WHERE f.blocked_until <= clock_timestamp()
