@@ -68,8 +68,10 @@ export class DeviceVerificationService {
     const found = await this.find(typed, address, csrf.fresh);
     if ('html' in found) return found;
     const submission = { params, csrfToken: csrf.fresh, address };
-    if (params.has('decision')) return this.decide(found, submission);
-    if (params.has('username') || params.has('password')) return this.signIn(found, submission);
+    // Which form was sent, by its fields as sent: an empty field is absent from `params`.
+    const sent = (name: string) => Object.hasOwn(body as object, name);
+    if (sent('decision')) return this.decide(found, submission);
+    if (sent('username') || sent('password')) return this.signIn(found, submission);
     return page(200, deviceSignInPage(this.view(found, csrf.fresh)));
   }
 

@@ -165,6 +165,9 @@ describe('the verification page /sso/device', () => {
     await page.submit({ username: user.username, password: '' });
     expect(page.status).toBe(400);
     expect(page.error).toBe('Enter your username and password.');
+    await page.submit({ username: '', password: '' });
+    expect(page.status).toBe(400);
+    expect(page.error).toBe('Enter your username and password.');
     expect((await stored(app, authorization)).signed_in_user_id).toBeNull();
   });
 
