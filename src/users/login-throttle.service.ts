@@ -34,7 +34,10 @@ export interface ThrottleKeys {
 
 /**
  * Slows failed logins down, in PostgreSQL so every instance counts the same failures and one
- * clock (the database's) decides. Reading whether an attempt must wait takes no lock; counting
+ * clock (the database's) decides. Rows are compared with clock_timestamp(), not now(): now() is
+ * when a statement's transaction began, and a parallel attempt that began a moment later may have
+ * committed before this statement read its row, leaving a blocked_until (its own now(), within
+ * the allowance) that lies after this statement's now() though it has already passed. Reading whether an attempt must wait takes no lock; counting
  * it is one conditional upsert, so parallel attempts cannot all pass and no attempt holds a
  * pooled connection while it waits for another.
  */
@@ -46,8 +49,8 @@ export class LoginThrottle {
   async waitSeconds(keys: ThrottleKeys): Promise<number> {
     const [row]: { wait: string | null }[] = await this.dataSource.query(
       `WITH ${KEYS_SQL}
-       SELECT ceil(extract(epoch FROM max(f.blocked_until) - now())) AS wait
-       FROM login_failures f JOIN keys USING (key) WHERE f.blocked_until > now()`,
+       SELECT ceil(extract(epoch FROM max(f.blocked_until) - clock_timestamp())) AS wait
+       FROM login_failures f JOIN keys USING (key) WHERE f.blocked_until > clock_timestamp()`,
       [keys.username, addressPrefix(keys.address)],
     );
     return Math.max(0, Number(row?.wait ?? 0));
@@ -61,15 +64,13 @@ export class LoginThrottle {
   async reserve(keys: ThrottleKeys): Promise<boolean> {
     const rows = await this.dataSource.query(
       `WITH ${KEYS_SQL},
-       open AS (SELECT NOT EXISTS (SELECT 1 FROM login_failures f JOIN keys USING (key) WHERE f.blocked_until > now()) AS ok)
+       open AS (SELECT NOT EXISTS (SELECT 1 FROM login_failures f JOIN keys USING (key) WHERE f.blocked_until > clock_timestamp()) AS ok)
        INSERT INTO login_failures AS f (key, failures, last_failure_at, blocked_until)
        SELECT key, 1, now(), now() + ${slowDownDelaySql('1', 'free')} FROM keys, open WHERE open.ok
        ON CONFLICT (key) DO UPDATE SET
          failures = ${NEXT_FAILURES_SQL},
          last_failure_at = now(),
          blocked_until = now() + ${slowDownDelaySql(NEXT_FAILURES_SQL, '(SELECT free FROM keys WHERE keys.key = f.key)')}
-       -- clock_timestamp(), not now(): a parallel attempt that made this statement wait on the row
-       -- may have started later, so its blocked_until (its own now()) can lie after this one's now().
        WHERE f.blocked_until <= clock_timestamp()
        RETURNING key`,
       [keys.username, addressPrefix(keys.address)],
