@@ -22,6 +22,7 @@ import { Metrics } from './metrics/metrics.service.js';
 import { DeliveryService } from './notification/delivery.service.js';
 import { NotificationWsAdapter } from './notification/notification-ws.adapter.js';
 import { StreamAuthorizer } from './notification/stream-authorizer.js';
+import { CLIENT_SECRET_BASIC } from './token/oauth-form-route.decorator.js';
 
 const BODY_LIMIT = 64 * 1024;
 
@@ -72,15 +73,28 @@ export async function createApp(env: Env, databaseUrl: string, logger: Logger): 
     .setDescription(OPENAPI_DESCRIPTION)
     .setVersion(VERSION)
     .addBearerAuth({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'an access token from POST /public/api/oauth2/token (client credentials)' })
+    .addBasicAuth(
+      {
+        type: 'http',
+        scheme: 'basic',
+        description:
+          'client_secret_basic: client_id and client_secret, each form-urlencoded, as the user name and password. The alternative, client_secret_post, sends both as form fields instead (the empty security requirement); never both at once.',
+      },
+      CLIENT_SECRET_BASIC,
+    )
     .build();
   SwaggerModule.setup('docs', app, () => SwaggerModule.createDocument(app, openApi));
   return app;
 }
 
-/** The service in brief, and the WebSocket stream, which OpenAPI cannot describe as a route. */
+/** The service in brief, its error formats, and the WebSocket stream, which OpenAPI cannot describe as a route. */
 const OPENAPI_DESCRIPTION = `Device sign-in (the OAuth 2.0 helper, the standard device flow of RFC 8628, and the SSO token service) and report notifications.
 
-**Notification stream** (WebSocket, not an HTTP route): \`GET /voyage/notification/v1/ws/products\` with \`Upgrade: websocket\` and \`Authorization: Bearer <token with scope notification:subscribe>\`. Refused before the upgrade with 401 (no, malformed, forged or expired token) or 403 (no subscribe scope). Then one JSON notification per text message, oldest first, including those published while the client was away. Close codes: 1001 the instance is shutting down (reconnect), 1008 too many connections or the token/client was revoked (reconnect later, with a new token), 4003 the token expired (get a new token, reconnect), 1009 a client frame over the size limit, 1013 the client stopped reading. The server pings; a client that stops answering is dropped.`;
+**Errors.** The OAuth routes (\`/sso/token\`, \`/sso/device_authorization\`, \`/sso/introspect\`, \`/sso/revoke\`, \`/public/api/oauth2/token\`, \`/external/oauth2helper/…\`) answer RFC 6749 §5.2 bodies \`{error, error_description}\` with \`Cache-Control: no-store\`; the pages (\`/sso/authorize\`, \`/sso/device\`) answer HTML; every other route answers \`{message, correlationId}\` (plus \`errors\` for field validation). Any route may answer 500 in its format (\`server_error\` on the OAuth routes) without details; 503 carries \`Retry-After\`. Requests that never reach a route get \`{message, correlationId}\`: 400 (not HTTP, or a URL that cannot be decoded), 408 (too slow), 431 (headers over 16 KiB).
+
+**Notification stream** (WebSocket, not an HTTP route): \`GET /voyage/notification/v1/ws/products\` with \`Upgrade: websocket\` and \`Authorization: Bearer <token with scope notification:subscribe>\` (no subprotocol). Refused before the upgrade with 401 (no, malformed, forged, expired or revoked token, disabled client), 403 (no subscribe scope, or a browser \`Origin\` not in WS_ALLOWED_ORIGINS), both with \`WWW-Authenticate\`, or 503 with \`Retry-After\` (the database is away). Then one JSON notification per text message (the published fields without \`recipient\`), oldest first, including those published while the client was away. After each burst the server sends a ping carrying the last message's sequence number; the client's pong (every WebSocket library sends it) confirms it read them. Close codes: 1001 the instance is shutting down (reconnect), 1008 too many connections or the token, grant, signing key or client was revoked (reconnect later, with a new token), 4003 the token expired (get a new token, reconnect), 1009 a client frame over WS_MAX_INCOMING_BYTES, 1011 an unexpected error starting the delivery, 1013 the client stopped reading, or the database could not be reached (reconnect: it resumes where it was). The server pings every WS_HEARTBEAT_INTERVAL seconds; a client that missed the previous pong is dropped.
+
+This document is served at \`/docs\` (and as JSON at \`/docs-json\`).`;
 
 /**
  * A request still unanswered after `timeoutMs` gets a 503 with Retry-After in its route's error

@@ -1,8 +1,11 @@
-import { Body, Controller, Headers, HttpCode, Post, UseFilters } from '@nestjs/common';
+import { Body, Controller, HttpCode, Post, UseFilters } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { RequestHeader } from '../common/http/request-header.decorator.js';
+import { NO_STORE_HEADERS } from '../token/api-oauth-error-response.decorator.js';
 import { OAuthExceptionFilter } from '../token/oauth-exception.filter.js';
-import { OAuthFormRoute } from '../token/oauth-form-route.decorator.js';
+import { FORM_INVALID_REQUEST, OAuthFormRoute } from '../token/oauth-form-route.decorator.js';
 import { DeviceAuthorizationService } from './device-authorization.service.js';
+import { DeviceAuthorizationRequestDto, DeviceAuthorizationResponseDto } from './dto/device-authorization.dto.js';
 
 @ApiTags('device flow (RFC 8628)')
 @Controller('sso')
@@ -12,10 +15,13 @@ export class DeviceAuthorizationController {
 
   @Post('device_authorization')
   @HttpCode(200)
-  @OAuthFormRoute()
+  @OAuthFormRoute(
+    DeviceAuthorizationRequestDto,
+    `${FORM_INVALID_REQUEST}; \`unauthorized_client\` (the client is not registered for the device grant); \`invalid_scope\``,
+  )
   @ApiOperation({ summary: 'Start a device authorization (RFC 8628 §3.1); the client authenticates as at /sso/token' })
-  @ApiOkResponse({ description: '`{device_code, user_code, verification_uri, verification_uri_complete, expires_in, interval}`' })
-  start(@Body() body: unknown, @Headers('authorization') authorization?: string, @Headers('content-type') contentType?: string) {
+  @ApiOkResponse({ type: DeviceAuthorizationResponseDto, headers: NO_STORE_HEADERS })
+  start(@Body() body: unknown, @RequestHeader('authorization') authorization?: string, @RequestHeader('content-type') contentType?: string) {
     return this.deviceAuthorizations.start(body, authorization, contentType);
   }
 }

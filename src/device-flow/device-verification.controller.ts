@@ -1,17 +1,11 @@
 import { Body, Controller, Get, HttpCode, Post, Query, Req, Res } from '@nestjs/common';
-import {
-  ApiBadRequestResponse,
-  ApiConsumes,
-  ApiForbiddenResponse,
-  ApiOkResponse,
-  ApiOperation,
-  ApiServiceUnavailableResponse,
-  ApiTags,
-  ApiTooManyRequestsResponse,
-} from '@nestjs/swagger';
+import { ApiBody, ApiConsumes, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { RETRY_AFTER_HEADER } from '../common/errors/api-error-response.decorator.js';
+import { ApiHtmlResponse } from '../common/html/api-html-response.decorator.js';
 import { csrfCookieValue, newCsrfToken, pageCsrfToken, sendHtmlPage } from '../common/html/html-reply.js';
 import { DeviceVerificationService } from './device-verification.service.js';
+import { DeviceVerificationFormDto } from './dto/device-verification-form.dto.js';
 
 const PAGE_PATH = '/sso/device';
 
@@ -22,7 +16,8 @@ export class DeviceVerificationController {
 
   @Get()
   @ApiOperation({ summary: 'Verification page (HTML): the code form, pre-filled from `?user_code=` (verification_uri_complete)' })
-  @ApiOkResponse({ description: 'text/html form with the input user_code' })
+  @ApiQuery({ name: 'user_code', required: false, description: 'pre-fills the code (at most 64 characters; the user still confirms it)' })
+  @ApiHtmlResponse(200, 'the code form')
   show(@Query() query: unknown, @Req() request: FastifyRequest, @Res() reply: FastifyReply) {
     const csrfToken = pageCsrfToken(request, PAGE_PATH);
     sendHtmlPage(request, reply, this.verification.show(query, csrfToken), { token: csrfToken, pagePath: PAGE_PATH });
@@ -31,15 +26,22 @@ export class DeviceVerificationController {
   @Post()
   @HttpCode(200)
   @ApiConsumes('application/x-www-form-urlencoded')
+  @ApiBody({ type: DeviceVerificationFormDto })
   @ApiOperation({
     summary:
       'One step of the verification page: `user_code` → the sign-in form; with `username`, `password` → the approval form naming the client and scopes; with `decision` (approve or deny) → done. A wrong or expired code: the code form again, 400',
   })
-  @ApiOkResponse({ description: 'text/html: the next step' })
-  @ApiBadRequestResponse({ description: 'text/html: the code form again, the code is wrong or expired (or the form malformed)' })
-  @ApiForbiddenResponse({ description: 'text/html: the CSRF token is missing or wrong, or the approval form is not the latest sign-in\'s' })
-  @ApiTooManyRequestsResponse({ description: 'too many wrong codes from this address, or too many failed sign-ins; `Retry-After` says when to try again' })
-  @ApiServiceUnavailableResponse({ description: 'the sign-in form again: every password check slot is busy; `Retry-After: 1`' })
+  @ApiHtmlResponse(200, 'the next step: the sign-in form, the approval form, "Device connected" or "Request denied"; or the sign-in form again saying "Wrong username or password."')
+  @ApiHtmlResponse(
+    400,
+    'the code form again: the code is wrong, expired or already used, or missing, or the form is malformed; the sign-in form again when username or password is empty, or the approval form lacks its decision or one-time value',
+  )
+  @ApiHtmlResponse(403, "the code form again when the CSRF token is missing or does not match its cookie; the sign-in form again when the approval form is not the latest sign-in's")
+  @ApiHtmlResponse(429, 'too many wrong codes from this address (the code form), or too many failed sign-ins (the sign-in form)', { headers: RETRY_AFTER_HEADER })
+  @ApiHtmlResponse(503, 'the sign-in form again when every password check slot is busy (`Retry-After: 1`); JSON `{message, correlationId}` when the database is away or busy', {
+    headers: RETRY_AFTER_HEADER,
+    orJsonError: true,
+  })
   async submit(@Body() body: unknown, @Req() request: FastifyRequest, @Res() reply: FastifyReply) {
     // Every answer carries a fresh token: the next form is rendered with it and the cookie renewed.
     const fresh = newCsrfToken();

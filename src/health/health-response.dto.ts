@@ -17,3 +17,9 @@ export class HealthResponseDto {
   @ApiProperty({ example: 'production', description: 'APP_ENV' })
   env: string;
 }
+
+/** GET /health/live. */
+export class LivenessResponseDto {
+  @ApiProperty({ enum: ['up'] })
+  status: 'up';
+}

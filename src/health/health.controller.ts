@@ -4,8 +4,10 @@ import { HealthCheckService, type HealthCheckResult } from '@nestjs/terminus';
 import type { FastifyReply } from 'fastify';
 import { Env } from '../config/env.js';
 import { HealthRegistry } from './health-registry.js';
-import { HealthResponseDto } from './health-response.dto.js';
+import { HealthResponseDto, LivenessResponseDto } from './health-response.dto.js';
 import { VERSION } from './version.js';
+
+const NO_STORE = { 'Cache-Control': { description: '`no-store`', schema: { type: 'string' } } };
 
 @ApiTags('health')
 @Controller('health')
@@ -18,8 +20,8 @@ export class HealthController {
 
   @Get()
   @ApiOperation({ summary: 'Whether every component the service needs is healthy (readiness: 503 while one is not, or while shutting down)' })
-  @ApiOkResponse({ type: HealthResponseDto })
-  @ApiServiceUnavailableResponse({ type: HealthResponseDto, description: '`info` names the failing components' })
+  @ApiOkResponse({ type: HealthResponseDto, headers: NO_STORE })
+  @ApiServiceUnavailableResponse({ type: HealthResponseDto, headers: NO_STORE, description: '`status: "down"`; `info` names the failing components (database, listener), or says the instance is shutting down' })
   async check(@Res({ passthrough: true }) reply: FastifyReply): Promise<HealthResponseDto> {
     const failing = await this.failingComponents();
     reply.header('Cache-Control', 'no-store');
@@ -35,8 +37,8 @@ export class HealthController {
 
   @Get('live')
   @ApiOperation({ summary: 'Liveness: 200 while the process runs' })
-  @ApiOkResponse({ description: '`{ status: "up" }`' })
-  live() {
+  @ApiOkResponse({ type: LivenessResponseDto })
+  live(): LivenessResponseDto {
     return { status: 'up' };
   }
 

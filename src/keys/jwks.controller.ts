@@ -1,5 +1,7 @@
 import { Controller, Get, Header } from '@nestjs/common';
-import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiExtraModels, ApiOkResponse, ApiOperation, ApiTags, getSchemaPath } from '@nestjs/swagger';
+import { ApiUnavailableResponse } from '../common/errors/api-error-response.decorator.js';
+import { JwksDto } from './dto/jwks.dto.js';
 import { KeysService } from './keys.service.js';
 
 @ApiTags('keys')
@@ -11,7 +13,13 @@ export class JwksController {
   @Header('Content-Type', 'application/jwk-set+json; charset=utf-8')
   @Header('Cache-Control', 'public, max-age=60')
   @ApiOperation({ summary: 'Public keys that verify access tokens (RFC 7517): the current key and recently retired ones, never revoked ones' })
-  @ApiOkResponse({ description: '`{ keys: JWK[] }`, public parts only' })
+  @ApiExtraModels(JwksDto)
+  @ApiOkResponse({
+    description: 'public parts only',
+    content: { 'application/jwk-set+json': { schema: { $ref: getSchemaPath(JwksDto) } } },
+    headers: { 'Cache-Control': { description: '`public, max-age=60`', schema: { type: 'string' } } },
+  })
+  @ApiUnavailableResponse()
   jwks() {
     return this.keys.jwks();
   }

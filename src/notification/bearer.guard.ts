@@ -1,6 +1,7 @@
-import { type CanActivate, type ExecutionContext, HttpException, Injectable, SetMetadata } from '@nestjs/common';
+import { applyDecorators, type CanActivate, type ExecutionContext, HttpException, Injectable, SetMetadata } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { ApiErrorResponse } from '../common/errors/api-error-response.decorator.js';
 import { Env } from '../config/env.js';
 import type { AccessTokenClaims } from '../token/access-tokens.service.js';
 import { BearerAuthenticator, BearerRejection } from './bearer-authenticator.js';
@@ -13,6 +14,15 @@ const CAPABILITY = 'notificationCapability';
 
 /** What the route's bearer token must allow: publishing, or subscribing (DEFAULT_CLIENT_SCOPE). */
 export const Requires = (capability: Capability) => SetMetadata(CAPABILITY, capability);
+
+/** The guard's refusals in the OpenAPI description: 401 and 403 with WWW-Authenticate (RFC 6750 §3). */
+export function ApiBearerRefusals(scope: string) {
+  const challenge = { 'WWW-Authenticate': { description: 'RFC 6750 §3: `Bearer realm="voyage-connect"`, with `error` and `error_description` when a token was sent', schema: { type: 'string' } } };
+  return applyDecorators(
+    ApiErrorResponse(401, 'no bearer token, a malformed, forged or expired one, one for another audience, a revoked token or grant, or a disabled client', challenge),
+    ApiErrorResponse(403, `the token lacks ${scope} (\`error="insufficient_scope"\`)`, challenge),
+  );
+}
 
 export type AuthenticatedRequest = FastifyRequest & { token: AccessTokenClaims };
 

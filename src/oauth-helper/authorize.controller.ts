@@ -1,17 +1,10 @@
 import { Body, Controller, Get, HttpCode, Post, Query, Req, Res } from '@nestjs/common';
-import {
-  ApiBadRequestResponse,
-  ApiConsumes,
-  ApiForbiddenResponse,
-  ApiFoundResponse,
-  ApiOkResponse,
-  ApiOperation,
-  ApiServiceUnavailableResponse,
-  ApiTags,
-  ApiTooManyRequestsResponse,
-} from '@nestjs/swagger';
+import { ApiBody, ApiConsumes, ApiOperation, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { ApiUnavailableResponse, RETRY_AFTER_HEADER } from '../common/errors/api-error-response.decorator.js';
+import { ApiHtmlResponse } from '../common/html/api-html-response.decorator.js';
 import { csrfCookieValue, newCsrfToken, pageCsrfToken, sendHtmlPage } from '../common/html/html-reply.js';
+import { LoginFormDto } from './dto/login-form.dto.js';
 import { type AuthorizeOutcome, LoginService } from './login.service.js';
 
 const PAGE_PATH = '/sso/authorize';
@@ -23,7 +16,12 @@ export class AuthorizeController {
 
   @Get()
   @ApiOperation({ summary: 'Login page of the helper flow (HTML); 400 page for an invalid state or client, never a redirect' })
-  @ApiOkResponse({ description: 'text/html login form naming the client and, with a redirect_url, the host the code goes to' })
+  @ApiQuery({ name: 'response_type', enum: ['code'], description: 'as in authorize_url' })
+  @ApiQuery({ name: 'client_id', description: 'as in authorize_url' })
+  @ApiQuery({ name: 'state', description: 'as in authorize_url: the sign-in link issued by the helper configuration route' })
+  @ApiHtmlResponse(200, 'the login form naming the client and, with a redirect_url, the host the code goes to')
+  @ApiHtmlResponse(400, 'error page: an unsupported response_type, an unknown or disabled client, or a state that is invalid, expired, another client\'s or already used')
+  @ApiUnavailableResponse()
   async show(@Query() query: unknown, @Req() request: FastifyRequest, @Res() reply: FastifyReply) {
     const csrfToken = pageCsrfToken(request, PAGE_PATH);
     send(request, reply, await this.login.show(query, csrfToken), csrfToken);
@@ -32,13 +30,25 @@ export class AuthorizeController {
   @Post()
   @HttpCode(200)
   @ApiConsumes('application/x-www-form-urlencoded')
+  @ApiBody({ type: LoginFormDto })
   @ApiOperation({ summary: 'Submit the login form: 302 to the device with code and state, or a "return to your device" page' })
-  @ApiOkResponse({ description: 'text/html: "return to your device", or the login form again with a message (wrong credentials)' })
-  @ApiFoundResponse({ description: "to the device's redirect URL with `code` and `state`" })
-  @ApiBadRequestResponse({ description: 'text/html error page: the sign-in link is invalid, expired or used; never a redirect' })
-  @ApiForbiddenResponse({ description: 'the login form again: the CSRF token is missing or wrong' })
-  @ApiTooManyRequestsResponse({ description: 'the login page again: too many failed sign-ins for this username from this address (or overall); `Retry-After` says when to try again' })
-  @ApiServiceUnavailableResponse({ description: 'the login page again: every password check slot is busy; `Retry-After: 1`' })
+  @ApiHtmlResponse(200, '"return to your device" (the device polls for its code), or the login form again saying "Wrong username or password."')
+  @ApiResponse({
+    status: 302,
+    description: "to the device's redirect URL with `code` and `state` added",
+    headers: {
+      Location: { description: 'the redirect URL with `code` and `state`', schema: { type: 'string' } },
+      'Cache-Control': { description: '`no-store`', schema: { type: 'string' } },
+      'Referrer-Policy': { description: '`no-referrer`', schema: { type: 'string' } },
+    },
+  })
+  @ApiHtmlResponse(400, 'error page: the sign-in link is invalid, expired or already used (never a redirect); or the login form again when username or password is empty')
+  @ApiHtmlResponse(403, 'the login form again: the CSRF token is missing or does not match its cookie')
+  @ApiHtmlResponse(429, 'the login form again: too many failed sign-ins for this username from this address, for this username, or from this address', { headers: RETRY_AFTER_HEADER })
+  @ApiHtmlResponse(503, 'the login form again when every password check slot is busy (`Retry-After: 1`); JSON `{message, correlationId}` when the database is away or busy', {
+    headers: RETRY_AFTER_HEADER,
+    orJsonError: true,
+  })
   async submit(@Body() body: unknown, @Req() request: FastifyRequest, @Res() reply: FastifyReply) {
     // A failed attempt gets a fresh token: the form is re-rendered with it and the cookie renewed.
     const fresh = newCsrfToken();

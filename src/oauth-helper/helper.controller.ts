@@ -1,8 +1,11 @@
 import { Controller, Get, HttpCode, Param, Post, Query, Res, UseFilters } from '@nestjs/common';
-import { ApiBadRequestResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiQuery, ApiTags, ApiTooManyRequestsResponse } from '@nestjs/swagger';
+import { ApiOkResponse, ApiOperation, ApiParam, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
+import { RETRY_AFTER_HEADER } from '../common/errors/api-error-response.decorator.js';
+import { ApiOAuthErrorResponse, ApiOAuthUnavailableResponse, NO_STORE_HEADERS } from '../token/api-oauth-error-response.decorator.js';
 import { NoStore } from '../token/no-store.decorator.js';
 import { OAuthExceptionFilter } from '../token/oauth-exception.filter.js';
+import { HelperConfigDto, NoCodeDto, PolledCodeDto } from './dto/helper-config.dto.js';
 import { HelperService, NO_CODE } from './helper.service.js';
 
 @ApiTags('device authorization helper')
@@ -15,12 +18,17 @@ export class HelperController {
   @HttpCode(200)
   @NoStore()
   @ApiOperation({ summary: 'Helper configuration: where to send the user, where to poll for the code, where to exchange it' })
-  @ApiQuery({ name: 'redirect_url', required: false, description: "the device's own callback; must match a registered pattern" })
-  @ApiQuery({ name: 'code_challenge', required: false, description: 'RFC 7636 S256 challenge' })
-  @ApiQuery({ name: 'code_challenge_method', required: false, enum: ['S256'] })
-  @ApiOkResponse({ description: '`{authorize_url, code_url, accesstoken_request_url, interval, expires_in}`: interval is the minimum seconds between polls of code_url, expires_in the lifetime of the sign-in link' })
-  @ApiNotFoundResponse({ description: 'unknown or disabled client: `{error: "invalid_client"}`' })
-  @ApiBadRequestResponse({ description: 'redirect_url not allowed or PKCE parameters malformed: `{error: "invalid_request"}`' })
+  @ApiParam({ name: 'client_id', description: 'a registered, enabled client with the authorization_code grant' })
+  @ApiQuery({ name: 'redirect_url', required: false, description: "the device's own callback; must match a registered pattern. Without it the device polls code_url" })
+  @ApiQuery({ name: 'code_challenge', required: false, description: 'RFC 7636 S256 challenge (43 base64url characters)' })
+  @ApiQuery({ name: 'code_challenge_method', required: false, enum: ['S256'], description: 'required with code_challenge' })
+  @ApiOkResponse({ type: HelperConfigDto, headers: NO_STORE_HEADERS })
+  @ApiOAuthErrorResponse(404, '`invalid_client`: unknown or disabled client')
+  @ApiOAuthErrorResponse(
+    400,
+    '`invalid_request`: redirect_url not registered for the client or malformed, PKCE parameters malformed (a method other than S256, a method without a challenge), a repeated parameter or a NUL character; `unauthorized_client`: the client is not registered for authorization_code',
+  )
+  @ApiOAuthUnavailableResponse()
   config(@Param('client_id') clientId: string, @Query() query: Record<string, unknown>) {
     return this.helper.config(clientId, query);
   }
@@ -28,11 +36,13 @@ export class HelperController {
   @Get('code/get/:client_id')
   @NoStore()
   @ApiOperation({ summary: 'Poll for the authorization code of a sign-in link (state); 200 exactly once, 404 until then' })
-  @ApiQuery({ name: 'state', required: true })
-  @ApiOkResponse({ description: '`{code}`' })
-  @ApiNotFoundResponse({ description: 'no code ready, unknown client, or already collected' })
-  @ApiBadRequestResponse({ description: 'missing, forged or expired state, or one of another client' })
-  @ApiTooManyRequestsResponse({ description: 'polled faster than the minimum interval; see Retry-After' })
+  @ApiParam({ name: 'client_id', description: 'the client the sign-in link was issued to' })
+  @ApiQuery({ name: 'state', required: true, description: 'the state of code_url' })
+  @ApiOkResponse({ type: PolledCodeDto, headers: NO_STORE_HEADERS })
+  @ApiResponse({ status: 404, type: NoCodeDto, headers: NO_STORE_HEADERS, description: 'no code ready (not signed in yet), already collected, or an unknown or disabled client' })
+  @ApiOAuthErrorResponse(400, '`invalid_request`: missing, forged or expired state, or one issued to another client')
+  @ApiOAuthErrorResponse(429, '`slow_down`: polled sooner than CODE_POLL_MIN_INTERVAL after the previous poll of this state (never the first poll)', RETRY_AFTER_HEADER)
+  @ApiOAuthUnavailableResponse()
   async poll(@Param('client_id') clientId: string, @Query() query: Record<string, unknown>, @Res({ passthrough: true }) reply: FastifyReply) {
     const code = await this.helper.poll(clientId, query, (seconds) => reply.header('Retry-After', String(seconds)));
     if (code !== null) return { code };

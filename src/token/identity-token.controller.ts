@@ -1,7 +1,11 @@
-import { Body, Controller, Headers, HttpCode, Post, UseFilters } from '@nestjs/common';
+import { Body, Controller, HttpCode, Post, UseFilters } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { RequestHeader } from '../common/http/request-header.decorator.js';
+import { NO_STORE_HEADERS } from './api-oauth-error-response.decorator.js';
+import { ClientCredentialsRequestDto } from './dto/token-request.dto.js';
+import { ClientTokenResponseDto } from './dto/token-response.dto.js';
 import { OAuthExceptionFilter } from './oauth-exception.filter.js';
-import { OAuthFormRoute } from './oauth-form-route.decorator.js';
+import { FORM_INVALID_REQUEST, OAuthFormRoute } from './oauth-form-route.decorator.js';
 import { TokenService } from './token.service.js';
 
 @ApiTags('notifications')
@@ -12,10 +16,13 @@ export class IdentityTokenController {
 
   @Post('token')
   @HttpCode(200)
-  @OAuthFormRoute()
+  @OAuthFormRoute(
+    ClientCredentialsRequestDto,
+    `${FORM_INVALID_REQUEST}; \`unsupported_grant_type\` (anything but client_credentials); \`unauthorized_client\` (the client is not registered for client_credentials); \`invalid_scope\`; \`invalid_target\` (a resource that is not an absolute URI, has a fragment, or is not in ALLOWED_RESOURCES)`,
+  )
   @ApiOperation({ summary: 'Client-credentials token for the notification routes and stream (RFC 6749 §4.4, RFC 8707 resource)' })
-  @ApiOkResponse({ description: '`{access_token, expires_in, token_type: "Bearer", scope, resource?}`' })
-  token(@Body() body: unknown, @Headers('authorization') authorization?: string, @Headers('content-type') contentType?: string) {
+  @ApiOkResponse({ type: ClientTokenResponseDto, headers: NO_STORE_HEADERS })
+  token(@Body() body: unknown, @RequestHeader('authorization') authorization?: string, @RequestHeader('content-type') contentType?: string) {
     return this.tokens.identityToken(body, authorization, contentType);
   }
 }

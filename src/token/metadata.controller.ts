@@ -2,6 +2,7 @@ import { Controller, Get, Header, NotFoundException, Param } from '@nestjs/commo
 import { ApiExcludeEndpoint, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { DEVICE_CODE_GRANT } from '../clients/client.entity.js';
 import { Env } from '../config/env.js';
+import { AuthorizationServerMetadataDto } from './dto/authorization-server-metadata.dto.js';
 
 @ApiTags('sso')
 @Controller('.well-known')
@@ -10,9 +11,12 @@ export class MetadataController {
 
   @Get('oauth-authorization-server')
   @Header('Cache-Control', 'public, max-age=300')
-  @ApiOperation({ summary: 'Authorization server metadata (RFC 8414)' })
-  @ApiOkResponse({ description: 'issuer, endpoints, grants, authentication and PKCE methods, JWKS' })
-  metadata() {
+  @ApiOperation({
+    summary: 'Authorization server metadata (RFC 8414)',
+    description: 'When IDENTITY_URL has a path, the same document is also served at this path followed by that path (RFC 8414 §3.1); any other path below it is a 404.',
+  })
+  @ApiOkResponse({ type: AuthorizationServerMetadataDto, headers: { 'Cache-Control': { description: '`public, max-age=300`', schema: { type: 'string' } } } })
+  metadata(): AuthorizationServerMetadataDto {
     return this.document();
   }
 
@@ -20,12 +24,12 @@ export class MetadataController {
   @Get('oauth-authorization-server/*')
   @Header('Cache-Control', 'public, max-age=300')
   @ApiExcludeEndpoint()
-  metadataForIssuerPath(@Param('*') issuerPath: string) {
+  metadataForIssuerPath(@Param('*') issuerPath: string): AuthorizationServerMetadataDto {
     if (`/${issuerPath}` !== new URL(this.env.identityUrl).pathname) throw new NotFoundException();
     return this.document();
   }
 
-  private document() {
+  private document(): AuthorizationServerMetadataDto {
     const authMethods = ['client_secret_basic', 'client_secret_post'];
     return {
       issuer: this.env.identityUrl,

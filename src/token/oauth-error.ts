@@ -2,21 +2,24 @@
  * RFC 6749 §5.2 error codes, plus RFC 7009's unsupported_token_type, RFC 8707's invalid_target
  * and the device grant's answers to a poll (RFC 8628 §3.5).
  */
-export type OAuthErrorCode =
-  | 'invalid_request'
-  | 'invalid_client'
-  | 'invalid_grant'
-  | 'unauthorized_client'
-  | 'unsupported_grant_type'
-  | 'invalid_scope'
-  | 'unsupported_token_type'
-  | 'invalid_target'
-  | 'authorization_pending'
-  | 'slow_down'
-  | 'access_denied'
-  | 'expired_token'
-  | 'server_error'
-  | 'temporarily_unavailable';
+export const OAUTH_ERROR_CODES = [
+  'invalid_request',
+  'invalid_client',
+  'invalid_grant',
+  'unauthorized_client',
+  'unsupported_grant_type',
+  'invalid_scope',
+  'unsupported_token_type',
+  'invalid_target',
+  'authorization_pending',
+  'slow_down',
+  'access_denied',
+  'expired_token',
+  'server_error',
+  'temporarily_unavailable',
+] as const;
+
+export type OAuthErrorCode = (typeof OAUTH_ERROR_CODES)[number];
 
 const STATUS_BY_ERROR: Partial<Record<OAuthErrorCode, number>> = {
   invalid_client: 401,
