@@ -1,4 +1,5 @@
 import { type DynamicModule, Module } from '@nestjs/common';
+import { ClientsModule } from './clients/clients.module.js';
 import { ClientCommandsModule } from './clients/commands/client-commands.module.js';
 import { ConfigModule } from './config/config.module.js';
 import type { Env } from './config/env.js';
@@ -10,6 +11,9 @@ import { KeysModule } from './keys/keys.module.js';
 import { MetricsModule } from './metrics/metrics.module.js';
 import { NotificationPublishCommand } from './notification/commands/notification-publish.command.js';
 import { NotificationPublishingModule } from './notification/notification-publishing.module.js';
+import { GrantsRevokeCommand } from './token/commands/grants-revoke.command.js';
+import { SignOutsModule } from './token/sign-outs.module.js';
+import { UserDisableCommand, UserEnableCommand, UserSetPasswordCommand } from './users/commands/user-account.commands.js';
 import { UserListCommand, UserUnlockCommand } from './users/commands/user-admin.commands.js';
 import { UserCreateCommand } from './users/commands/user-create.command.js';
 import { UsersModule } from './users/users.module.js';
@@ -23,8 +27,20 @@ export class CliModule {
   static forRoot(env: Env, databaseUrl: string): DynamicModule {
     return {
       module: CliModule,
-      imports: [ConfigModule.forRoot(env), DatabaseModule.forRoot(databaseUrl), MetricsModule, ClientCommandsModule, UsersModule, KeysModule, NotificationPublishingModule],
-      providers: [UserCreateCommand, UserListCommand, UserUnlockCommand, KeysRotateCommand, KeysListCommand, KeysRevokeCommand, NotificationPublishCommand],
+      imports: [ConfigModule.forRoot(env), DatabaseModule.forRoot(databaseUrl), MetricsModule, ClientCommandsModule, ClientsModule, UsersModule, SignOutsModule, KeysModule, NotificationPublishingModule],
+      providers: [
+        UserCreateCommand,
+        UserListCommand,
+        UserUnlockCommand,
+        UserSetPasswordCommand,
+        UserDisableCommand,
+        UserEnableCommand,
+        GrantsRevokeCommand,
+        KeysRotateCommand,
+        KeysListCommand,
+        KeysRevokeCommand,
+        NotificationPublishCommand,
+      ],
     };
   }
 }

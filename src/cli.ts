@@ -1,3 +1,4 @@
+#!/usr/bin/env node
 import 'reflect-metadata';
 import { CommandFactory } from 'nest-commander';
 import { CliModule } from './cli.module.js';

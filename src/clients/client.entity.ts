@@ -41,6 +41,10 @@ export class ClientEntity {
   @Column('timestamptz', { name: 'previous_secret_expires_at', nullable: true })
   previousSecretExpiresAt: Date | null;
 
+  /** Set by client:delete: the row stays as a tombstone (see ClientDeletion1795310000000). */
+  @Column('timestamptz', { name: 'deleted_at', nullable: true })
+  deletedAt: Date | null;
+
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
   createdAt: Date;
 

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import type { QueryDeepPartialEntity, Repository } from 'typeorm';
+import { type EntityManager, IsNull, type QueryDeepPartialEntity, type Repository } from 'typeorm';
 import { conflict, isUniqueViolation } from '../common/errors/app-error.js';
 import { PgListener } from '../database/pg-listener.service.js';
 import { ClientEntity } from './client.entity.js';
@@ -11,6 +11,12 @@ export const CLIENT_CHANGED_CHANNEL = 'vc_client_changed';
 
 /** A cached client is re-read at least this often, even if a change notification were lost. */
 const CACHE_TTL_MS = 30_000;
+
+/** What an operator may change on a client. */
+type ClientChanges = Pick<ClientEntity, 'name' | 'grants' | 'redirectPatterns' | 'scopes' | 'enabled' | 'secretHash' | 'previousSecretHash' | 'previousSecretExpiresAt'>;
+
+/** Tells every process, when the transaction commits, to drop its copy of the client. */
+const notifyChanged = (manager: EntityManager, id: string) => manager.query('SELECT pg_notify($1, $2)', [CLIENT_CHANGED_CHANNEL, id]);
 
 @Injectable()
 export class ClientsRepository {
@@ -74,7 +80,7 @@ export class ClientsRepository {
     } = await this.clients
       .createQueryBuilder('client')
       .addSelect('extract(epoch FROM client.previous_secret_expires_at - now()) * 1000', 'previous_secret_left_ms')
-      .where('client.id = :id', { id })
+      .where('client.id = :id AND client.deleted_at IS NULL', { id })
       .getRawAndEntities<{ previous_secret_left_ms: string | null }>();
     if (!client) return null;
     this.previousSecretDeadlines.set(client, performance.now() + Number(row.previous_secret_left_ms ?? 0));
@@ -82,27 +88,50 @@ export class ClientsRepository {
   }
 
   list(): Promise<ClientEntity[]> {
-    return this.clients.find({ order: { createdAt: 'ASC' } });
+    return this.clients.find({ where: { deletedAt: IsNull() }, order: { createdAt: 'ASC' } });
   }
 
   /**
-   * Updates the given columns and returns the new row, or null when no client has this id. Every
-   * instance hears of it (the gateway closes a disabled client's streams).
+   * Updates the given columns of a live client and returns the new row, or null when no client
+   * has this id. Every instance hears of it (the gateway closes a disabled client's streams).
    */
-  async update(id: string, changes: QueryDeepPartialEntity<Pick<ClientEntity, 'enabled' | 'secretHash' | 'previousSecretHash' | 'previousSecretExpiresAt'>>) {
-    const updated = await this.clients.manager.transaction(async (manager) => {
-      const result = await manager.update(ClientEntity, { id }, changes);
-      if (!result.affected) return null;
-      await manager.query('SELECT pg_notify($1, $2)', [CLIENT_CHANGED_CHANNEL, id]);
-      return manager.findOneByOrFail(ClientEntity, { id });
-    });
+  async update(id: string, changes: QueryDeepPartialEntity<ClientChanges>) {
+    let updated: ClientEntity | null;
+    try {
+      updated = await this.clients.manager.transaction(async (manager) => {
+        const result = await manager.update(ClientEntity, { id, deletedAt: IsNull() }, changes);
+        if (!result.affected) return null;
+        await notifyChanged(manager, id);
+        return manager.findOneByOrFail(ClientEntity, { id });
+      });
+    } catch (error) {
+      if (isUniqueViolation(error)) throw conflict(`a client named "${String(changes.name)}" already exists`);
+      throw error;
+    }
     // This process drops its copy at once; the others when the notification arrives.
     this.forget(id);
     return updated;
   }
 
+  /**
+   * client:delete, in the caller's transaction: the row stays as a tombstone that nothing can use
+   * (no secret, no grants, disabled), found by no lookup. Null when no live client has this id.
+   * The caller forgets its cached copy once the transaction has committed.
+   */
+  async tombstone(manager: EntityManager, id: string): Promise<{ name: string; deleted_at: Date } | null> {
+    // An UPDATE answers [rows, affected count].
+    const [[row]]: [{ name: string; deleted_at: Date }[], number] = await manager.query(
+      `UPDATE clients SET deleted_at = now(), updated_at = now(), enabled = false, secret_hash = '\\x', previous_secret_hash = NULL,
+         previous_secret_expires_at = NULL, grants = '{}', redirect_patterns = '{}', scopes = '{}'
+       WHERE id = $1 AND deleted_at IS NULL RETURNING name, deleted_at`,
+      [id],
+    );
+    if (row) await notifyChanged(manager, id);
+    return row ?? null;
+  }
+
   /** Drops one client's copy, or all of them. */
-  private forget(id?: string): void {
+  forget(id?: string): void {
     this.generation++;
     if (id === undefined) this.cache.clear();
     else this.cache.delete(id);

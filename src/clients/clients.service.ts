@@ -1,7 +1,10 @@
 import { Injectable } from '@nestjs/common';
-import { notFound } from '../common/errors/app-error.js';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import { invalidInput, notFound } from '../common/errors/app-error.js';
 import { validateInput } from '../common/validation/validate-input.js';
 import { Env } from '../config/env.js';
+import { SignOutsRepository } from '../token/sign-outs.repository.js';
 import type { ClientEntity } from './client.entity.js';
 import { generateClientId, generateClientSecret, hashClientSecret, secretMatchesHash } from './client-secret.js';
 import { ClientsRepository } from './clients.repository.js';
@@ -20,6 +23,22 @@ export interface ClientView {
   previous_secret_expires_at: string | null;
 }
 
+/** What client:update may change; a list given replaces the stored one. */
+export interface ClientUpdate {
+  name?: string;
+  grants?: string[];
+  redirectPatterns?: string[];
+  scopes?: string[];
+}
+
+/** What client:delete reports. */
+export interface DeletedClient {
+  client_id: string;
+  name: string;
+  deleted_at: string;
+  revoked_grants: number;
+}
+
 export const DEFAULT_GRANTS = ['authorization_code', 'refresh_token'] as const;
 
 @Injectable()
@@ -27,6 +46,8 @@ export class ClientsService {
   constructor(
     private readonly clients: ClientsRepository,
     private readonly env: Env,
+    private readonly signOuts: SignOutsRepository,
+    @InjectDataSource() private readonly dataSource: DataSource,
   ) {}
 
   /** Registers a client; the returned secret is the only copy there will ever be. */
@@ -50,6 +71,7 @@ export class ClientsService {
       secretHash: hashClientSecret(secret),
       previousSecretHash: null,
       previousSecretExpiresAt: null,
+      deletedAt: null,
     });
     return { ...toView(client), client_secret: secret };
   }
@@ -79,6 +101,40 @@ export class ClientsService {
     const client = await this.clients.update(id, { enabled });
     if (!client) throw notFound(`no client with id "${id}"`);
     return toView(client);
+  }
+
+  /**
+   * Changes what is given, checked by the rules of create (only the fields given, so a client
+   * registered under older rules can still be renamed). Every instance drops its cached copy, so
+   * a grant, redirect or scope taken away is refused from the next request on.
+   */
+  async update(id: string, update: ClientUpdate): Promise<ClientView> {
+    const given = Object.fromEntries(Object.entries(update).filter(([, value]) => value !== undefined)) as ClientUpdate;
+    if (Object.keys(given).length === 0) throw invalidInput('nothing to change: give --name, --grant, --redirect or --scope');
+    if (given.grants?.length === 0) throw invalidInput('a client needs at least one grant');
+    const dto = await validateInput(CreateClientDto, given, { whitelist: true, forbidNonWhitelisted: true, skipMissingProperties: true });
+    const client = await this.clients.update(id, {
+      ...(given.name !== undefined ? { name: dto.name } : {}),
+      ...(given.grants ? { grants: dto.grants } : {}),
+      ...(given.redirectPatterns ? { redirectPatterns: dto.redirectPatterns } : {}),
+      ...(given.scopes ? { scopes: dto.scopes } : {}),
+    });
+    if (!client) throw notFound(`no client with id "${id}"`);
+    return toView(client);
+  }
+
+  /**
+   * Deletes the client for good: its grants are revoked (their tokens refused, its streams closed
+   * on every instance) and its record kept only as a tombstone nobody can use, in one transaction.
+   */
+  async delete(id: string): Promise<DeletedClient> {
+    const deleted = await this.dataSource.transaction(async (manager) => {
+      const tombstone = await this.clients.tombstone(manager, id);
+      return tombstone && { ...tombstone, revokedGrants: await this.signOuts.signOut(manager, { clientId: id }) };
+    });
+    this.clients.forget(id);
+    if (!deleted) throw notFound(`no client with id "${id}"`);
+    return { client_id: id, name: deleted.name, deleted_at: deleted.deleted_at.toISOString(), revoked_grants: deleted.revokedGrants };
   }
 
   /** The client `id` when it exists and is enabled. */

@@ -19,7 +19,8 @@ const REALM = 'realm="voyage-connect"';
 
 /**
  * Resource-server side of the access tokens: signature with a published key, `typ` at+jwt,
- * issuer, expiry, not revoked, its client still enabled, and the required scope (RFC 6750).
+ * issuer, expiry, not revoked, its client still enabled, and the required scope, in the token and
+ * still among its client's scopes (RFC 6750).
  */
 @Injectable()
 export class BearerAuthenticator {
@@ -62,10 +63,10 @@ export class BearerAuthenticator {
     }
     // RFC 9068 §4: a token issued for another resource (RFC 8707) is not for this service.
     if (!this.isForThisService(claims.aud)) throw invalidToken('the access token is for another audience');
-    if ((await this.accessTokens.isRevoked(claims)) || !(await this.clients.findEnabled(claims.client_id))) {
-      throw invalidToken('the access token was revoked');
-    }
-    if (!(claims.scope ?? '').split(' ').includes(requiredScope)) {
+    const client = (await this.accessTokens.isRevoked(claims)) ? null : await this.clients.findEnabled(claims.client_id);
+    if (!client) throw invalidToken('the access token was revoked');
+    // A scope taken from the client (client:update) ends at once, in tokens issued before too.
+    if (!(claims.scope ?? '').split(' ').includes(requiredScope) || !client.scopes.includes(requiredScope)) {
       throw new BearerRejection(403, `Bearer ${REALM}, error="insufficient_scope", scope="${requiredScope}"`, `the token lacks scope ${requiredScope}`);
     }
     return claims;

@@ -100,7 +100,7 @@ export class NotificationsRepository {
          SELECT n.recipient, n.correlation_id, n.status, n.payload, n.published_by, now() + make_interval(secs => n.retention), clock_timestamp()
          FROM unnest($1::text[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::float8[]) WITH ORDINALITY
            AS n (recipient, correlation_id, status, payload, published_by, retention, position)
-         WHERE EXISTS (SELECT 1 FROM clients WHERE id = n.recipient)
+         WHERE EXISTS (SELECT 1 FROM clients WHERE id = n.recipient AND deleted_at IS NULL)
          ORDER BY n.position
          ON CONFLICT (recipient, correlation_id, status) DO UPDATE
            SET seq = nextval('notifications_seq_seq'), id = gen_random_uuid(), payload = EXCLUDED.payload,
@@ -244,7 +244,7 @@ export class NotificationsRepository {
     await this.dataSource.query(
       `INSERT INTO delivery_cursors (client_id, delivered_seq, held_seq)
        SELECT s.client_id, s.delivered_seq, s.held_seq FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS s (client_id, delivered_seq, held_seq)
-       WHERE EXISTS (SELECT 1 FROM clients WHERE id = s.client_id)
+       WHERE EXISTS (SELECT 1 FROM clients WHERE id = s.client_id AND deleted_at IS NULL)
        ORDER BY s.client_id
        ON CONFLICT (client_id) DO UPDATE SET
          delivered_seq = GREATEST(delivery_cursors.delivered_seq, EXCLUDED.delivered_seq),

@@ -1,5 +1,6 @@
 import { Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { ClientsService } from '../clients/clients.service.js';
+import { Env } from '../config/env.js';
 import { PgListener } from '../database/pg-listener.service.js';
 import { KeysService } from '../keys/keys.service.js';
 import { AccessTokens } from '../token/access-tokens.service.js';
@@ -16,7 +17,8 @@ export const CLOSE_REVOKED = 1008;
 /**
  * Closes, on every instance, the streams a revocation reaches: an access token revoked at
  * /sso/revoke, a grant revoked (a replayed code, a reused refresh token, a revoked refresh
- * token), a revoked signing key, a disabled or deleted client. Notices travel by NOTIFY; those
+ * token), a revoked signing key, a disabled or deleted client, a client whose subscribe scope was
+ * withdrawn. Notices travel by NOTIFY; those
  * lost while this instance's listener was down are caught up when it listens again (the revoked
  * sets are re-read, and every client with an open stream here is checked again).
  */
@@ -31,6 +33,7 @@ export class StreamRevocations implements OnModuleInit {
     private readonly clients: ClientsService,
     private readonly notifications: NotificationListener,
     private readonly listener: PgListener,
+    private readonly env: Env,
   ) {}
 
   onModuleInit() {
@@ -49,8 +52,10 @@ export class StreamRevocations implements OnModuleInit {
    */
   private async checkClient(clientId: string): Promise<void> {
     try {
-      if (await this.clients.findEnabled(clientId)) return;
-      close(this.connections.ofClient(clientId), 'client disabled');
+      const client = await this.clients.findEnabled(clientId);
+      if (!client) close(this.connections.ofClient(clientId), 'client disabled or deleted');
+      // client:update took away the scope the stream needs.
+      else if (!client.scopes.includes(this.env.DEFAULT_CLIENT_SCOPE)) close(this.connections.ofClient(clientId), 'scope withdrawn');
     } catch (error) {
       // A failed check must not become an unhandled rejection (which ends the process); the next resume checks again.
       this.logger.warn(`could not check client ${clientId}: ${(error as Error).message}`);

@@ -9,7 +9,7 @@ import type { GrantFlow } from './user-token-issuer.js';
 export const GRANT_REVOKED_CHANNEL = 'vc_grant_revoked';
 
 /** Until when a revoked grant matters: its last access token expires an access-token lifetime after the revocation. */
-const REVOKED_UNTIL_SQL = `revoked_at + interval '${USER_ACCESS_TOKEN_TTL} seconds'`;
+export const REVOKED_UNTIL_SQL = `revoked_at + interval '${USER_ACCESS_TOKEN_TTL} seconds'`;
 
 /** Grants: the family of tokens one sign-in produced; revoking it ends them all. */
 @Injectable()

@@ -12,6 +12,10 @@ export class UserEntity {
   @Column('text', { name: 'password_hash' })
   passwordHash: string;
 
+  /** Set by user:disable: the user cannot sign in until user:enable. */
+  @Column('timestamptz', { name: 'disabled_at', nullable: true })
+  disabledAt: Date | null;
+
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
   createdAt: Date;
 }

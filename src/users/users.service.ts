@@ -1,22 +1,30 @@
 import { randomBytes } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import type { Repository } from 'typeorm';
+import type { QueryDeepPartialEntity, Repository } from 'typeorm';
 import { conflict, isUniqueViolation, notFound } from '../common/errors/app-error.js';
 import { validateInput } from '../common/validation/validate-input.js';
-import { CreateUserDto, isPlausibleLogin } from './dto/create-user.dto.js';
+import { SignOutsRepository } from '../token/sign-outs.repository.js';
+import { CreateUserDto, isPlausibleLogin, NewPasswordDto } from './dto/create-user.dto.js';
 import { hashPassword, verifyPassword } from './password.js';
 import { UserEntity } from './user.entity.js';
 
 export interface UserView {
   id: string;
   username: string;
+  enabled: boolean;
   created_at: string;
 }
 
+/** A change that ended the user's sign-ins: how many grants it revoked. */
+export type SignedOutUser = UserView & { revoked_grants: number };
+
 @Injectable()
 export class UsersService {
-  constructor(@InjectRepository(UserEntity) private readonly users: Repository<UserEntity>) {}
+  constructor(
+    @InjectRepository(UserEntity) private readonly users: Repository<UserEntity>,
+    private readonly signOuts: SignOutsRepository,
+  ) {}
 
   async create(input: { username?: string; password?: string }): Promise<UserView> {
     const dto = await validateInput(CreateUserDto, input);
@@ -37,20 +45,60 @@ export class UsersService {
 
   /** The user with this username (case-insensitive); not_found otherwise. */
   async show(username: string): Promise<UserView> {
-    // A name no user can have (control characters, too long) is unknown without a query.
-    const user = isPlausibleLogin(username, '') ? await this.findByUsername(username) : null;
-    if (!user) throw notFound(`no user named "${username}"`);
-    return toView(user);
+    return toView(await this.require(username));
   }
 
   /**
-   * The user with this username and password, or null. An unknown username costs the same
-   * argon2 work as a wrong password, so timing does not reveal which usernames exist.
+   * A new password, checked by the rules of create. The user's grants are revoked with it, as an
+   * identity provider does on a reset: a password is changed because it may be known to someone
+   * else, who may have signed a device in with it.
+   */
+  async setPassword(username: string, password: string): Promise<SignedOutUser> {
+    const user = await this.require(username);
+    const dto = await validateInput(NewPasswordDto, { password });
+    return this.changeAndSignOut(user.id, { passwordHash: await hashPassword(dto.password) });
+  }
+
+  /** A disabled user cannot sign in, and their grants are revoked: their devices are signed out. */
+  async disable(username: string): Promise<SignedOutUser> {
+    const user = await this.require(username);
+    // Disabling twice keeps the first date.
+    return this.changeAndSignOut(user.id, { disabledAt: user.disabledAt ?? (() => 'now()') });
+  }
+
+  /** The user may sign in again; grants revoked meanwhile stay revoked. */
+  async enable(username: string): Promise<UserView> {
+    const user = await this.require(username);
+    await this.users.update({ id: user.id }, { disabledAt: null });
+    return toView({ ...user, disabledAt: null });
+  }
+
+  /** The user with this username; not_found otherwise. */
+  async require(username: string): Promise<UserEntity> {
+    // A name no user can have (control characters, too long) is unknown without a query.
+    const user = isPlausibleLogin(username, '') ? await this.findByUsername(username) : null;
+    if (!user) throw notFound(`no user named "${username}"`);
+    return user;
+  }
+
+  private changeAndSignOut(id: string, changes: QueryDeepPartialEntity<UserEntity>): Promise<SignedOutUser> {
+    return this.users.manager.transaction(async (manager) => {
+      await manager.update(UserEntity, { id }, changes);
+      const revokedGrants = await this.signOuts.signOut(manager, { userId: id });
+      return { ...toView(await manager.findOneByOrFail(UserEntity, { id })), revoked_grants: revokedGrants };
+    });
+  }
+
+  /**
+   * The enabled user with this username and password, or null. An unknown username costs the
+   * same argon2 work as a wrong password, so timing does not reveal which usernames exist. A
+   * disabled user is refused like a wrong password, after the same work: a sign-in page that said
+   * "disabled" would tell a guesser that the password was right.
    */
   async authenticate(username: string, password: string): Promise<UserEntity | null> {
     const user = await this.findByUsername(username);
     const valid = await verifyPassword(user?.passwordHash ?? (await this.decoyHash()), password);
-    return user && valid ? user : null;
+    return user && valid && !user.disabledAt ? user : null;
   }
 
   private decoy?: Promise<string>;
@@ -66,4 +114,9 @@ export class UsersService {
   }
 }
 
-const toView = (user: UserEntity): UserView => ({ id: user.id, username: user.username, created_at: user.createdAt.toISOString() });
+const toView = (user: UserEntity): UserView => ({
+  id: user.id,
+  username: user.username,
+  enabled: !user.disabledAt,
+  created_at: user.createdAt.toISOString(),
+});

@@ -1,6 +1,8 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { spawn } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, query } from '../setup/database.js';
 import { type CliResult, runCli as runBuiltCli } from '../setup/processes.js';
@@ -290,11 +292,12 @@ describe('user:create', () => {
 
   it('reads the password from stdin, prints {id, username, created_at} and stores an argon2id hash', async () => {
     const run = await runCli(['user:create', '--username', 'alice'], { stdin: `${PASSWORD}\n` });
-    const user = parseSuccess<{ id: string; username: string; created_at: string }>(run);
-    expect(Object.keys(user).sort()).toEqual(['created_at', 'id', 'username']);
+    const user = parseSuccess<{ id: string; username: string; enabled: boolean; created_at: string }>(run);
+    expect(Object.keys(user).sort()).toEqual(['created_at', 'enabled', 'id', 'username']);
     expect(user).toEqual({
       id: expect.stringMatching(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/),
       username: 'alice',
+      enabled: true,
       created_at: expect.stringMatching(ISO_TIMESTAMP),
     });
     expect(run.stdout).not.toContain(PASSWORD);
@@ -392,7 +395,27 @@ describe('the CLI itself', () => {
   it('prints help and exits 0 with --help', async () => {
     const run = await runCli(['--help']);
     expect(run).toMatchObject({ code: 0, signal: null });
-    for (const command of ['client:create', 'client:list', 'client:show', 'client:rotate-secret', 'client:disable', 'client:enable', 'user:create', 'keys:rotate']) {
+    for (const command of [
+      'client:create',
+      'client:list',
+      'client:show',
+      'client:update',
+      'client:rotate-secret',
+      'client:disable',
+      'client:enable',
+      'client:delete',
+      'user:create',
+      'user:list',
+      'user:unlock',
+      'user:set-password',
+      'user:disable',
+      'user:enable',
+      'grants:revoke',
+      'keys:list',
+      'keys:rotate',
+      'keys:revoke',
+      'notification:publish',
+    ]) {
       expect(run.stdout).toContain(command);
     }
   });
@@ -435,5 +458,43 @@ describe('--format', () => {
   it('keeps JSON with --format json, and refuses any other format', async () => {
     expect(Array.isArray(parseSuccess(await runCli(['client:list', '--format', 'json'])))).toBe(true);
     expectFailure(await runCli(['client:list', '--format', 'xml']), /--format must be json or table \(got "xml"\)/);
+  });
+});
+
+describe('the voyage-connect bin, as an operator gets it', () => {
+  const projectRoot = fileURLToPath(new URL('../../', import.meta.url));
+
+  /** Runs `node <file>` as npm's bin link would run it through the shebang: from anywhere, with only PATH and DATABASE_URL. */
+  const runFile = (file: string, args: string[]) =>
+    new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
+      const child = spawn(process.execPath, [file, ...args], { cwd, env: { PATH: process.env.PATH ?? '', DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn' } });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (chunk) => (stdout += chunk));
+      child.stderr.on('data', (chunk) => (stderr += chunk));
+      child.once('error', reject);
+      child.once('close', (code) => resolve({ code, stdout, stderr }));
+      child.stdin.end();
+    });
+
+  it('package.json names the built CLI as the voyage-connect bin, an ES module starting with a node shebang', async () => {
+    const manifest = JSON.parse(await readFile(join(projectRoot, 'package.json'), 'utf8')) as { bin: Record<string, string>; type: string };
+    expect(manifest.bin).toEqual({ 'voyage-connect': 'dist/cli.js' });
+    expect(manifest.type).toBe('module');
+    const built = await readFile(join(projectRoot, manifest.bin['voyage-connect']), 'utf8');
+    expect(built.split('\n')[0]).toBe('#!/usr/bin/env node');
+    expect(built).toMatch(/^import /m);
+  });
+
+  it('runs every command from the file package.json names, printing the same JSON', async () => {
+    const manifest = JSON.parse(await readFile(join(projectRoot, 'package.json'), 'utf8')) as { bin: Record<string, string> };
+    const bin = join(projectRoot, manifest.bin['voyage-connect']);
+    const help = await runFile(bin, ['--help']);
+    expect(help.code, help.stderr).toBe(0);
+    expect(help.stdout).toMatch(/^Usage: .*\[command\]/);
+    expect(help.stdout).toContain('grants:revoke');
+    const list = await runFile(bin, ['client:list']);
+    expect(list.code, list.stderr).toBe(0);
+    expect(Array.isArray(JSON.parse(list.stdout))).toBe(true);
   });
 });

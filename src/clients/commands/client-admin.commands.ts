@@ -38,3 +38,18 @@ export class ClientEnableCommand extends CommandRunner {
     printJson(await this.clients.setEnabled(id, true));
   }
 }
+
+@Command({
+  name: 'client:delete',
+  arguments: '<id>',
+  description: 'delete a client for good: its grants revoked, its streams closed everywhere, its id and secret unknown from now on',
+})
+export class ClientDeleteCommand extends CommandRunner {
+  constructor(private readonly clients: ClientsService) {
+    super();
+  }
+
+  async run([id]: string[]): Promise<void> {
+    printJson(await this.clients.delete(id));
+  }
+}

@@ -1,4 +1,5 @@
 import { ArrayUnique, IsArray, IsIn, IsString, Matches, MaxLength, MinLength } from 'class-validator';
+import { PlainText } from '../../common/validation/storable-text.js';
 import { GRANT_TYPES, type GrantType } from '../client.entity.js';
 import { IsRedirectPattern } from '../is-redirect-pattern.decorator.js';
 
@@ -10,6 +11,7 @@ export class CreateClientDto {
   @MinLength(1)
   @MaxLength(100)
   @Matches(/^\S(.*\S)?$/, { message: 'name must not start or end with whitespace' })
+  @PlainText()
   name: string;
 
   @IsArray()

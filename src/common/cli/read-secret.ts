@@ -9,8 +9,9 @@ export async function readSecretFromStdin(prompt: string): Promise<string> {
     for await (const chunk of stdin) input += chunk;
     return input.split(/\r?\n/)[0];
   }
-  process.stderr.write(prompt);
+  // Echo off before the prompt: an answer typed the moment it shows must not appear on screen.
   stdin.setRawMode(true);
+  process.stderr.write(prompt);
   stdin.setEncoding('utf8');
   try {
     return await new Promise<string>((resolve, reject) => {
@@ -28,6 +29,8 @@ export async function readSecretFromStdin(prompt: string): Promise<string> {
         settle();
       };
       stdin.on('data', onData);
+      // A stream paused by an earlier read does not flow again just because a listener was added.
+      stdin.resume();
     });
   } finally {
     stdin.setRawMode(false);

@@ -1,6 +1,6 @@
 import { Command, CommandRunner, Option } from 'nest-commander';
 import { printJson } from '../../common/cli/output.js';
-import { readSecretFromStdin } from '../../common/cli/read-secret.js';
+import { readNewSecret } from '../../common/cli/read-new-secret.js';
 import { UsersService } from '../users.service.js';
 
 @Command({ name: 'user:create', description: 'create a portal user; the password is read from stdin' })
@@ -10,7 +10,7 @@ export class UserCreateCommand extends CommandRunner {
   }
 
   async run(_args: string[], options: { username: string }): Promise<void> {
-    const password = await readSecretFromStdin('Password: ');
+    const password = await readNewSecret('Password');
     printJson(await this.users.create({ username: options.username, password }));
   }
 

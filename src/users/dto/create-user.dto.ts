@@ -13,15 +13,18 @@ export const PASSWORD_MAX_LENGTH = 1024;
 export const isPlausibleLogin = (username: string, password: string) =>
   username.length <= 2 * USERNAME_MAX_LENGTH && USERNAME_CHARACTERS.test(username) && password.length <= 2 * PASSWORD_MAX_LENGTH;
 
-export class CreateUserDto {
+/** A password as every command that sets one takes it. */
+export class NewPasswordDto {
+  @IsString()
+  @MinLength(8, { message: 'password must be at least 8 characters long' })
+  @MaxLength(PASSWORD_MAX_LENGTH, { message: 'password must be at most 1024 characters long' })
+  password: string;
+}
+
+export class CreateUserDto extends NewPasswordDto {
   @IsString()
   @MinLength(1, { message: 'username must not be empty' })
   @MaxLength(USERNAME_MAX_LENGTH)
   @Matches(USERNAME_CHARACTERS, { message: 'username must not contain spaces or control characters' })
   username: string;
-
-  @IsString()
-  @MinLength(8, { message: 'password must be at least 8 characters long' })
-  @MaxLength(PASSWORD_MAX_LENGTH, { message: 'password must be at most 1024 characters long' })
-  password: string;
 }

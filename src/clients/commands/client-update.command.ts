@@ -1,0 +1,72 @@
+import { Command, CommandRunner, Option } from 'nest-commander';
+import { collect, printJson } from '../../common/cli/output.js';
+import { invalidInput } from '../../common/errors/app-error.js';
+import { DEVICE_CODE_GRANT, resolveGrantAlias } from '../client.entity.js';
+import { ClientsService } from '../clients.service.js';
+
+interface Options {
+  name?: string;
+  grant?: string[];
+  redirect?: string[];
+  scope?: string[];
+  clearRedirects?: boolean;
+  clearScopes?: boolean;
+}
+
+@Command({
+  name: 'client:update',
+  arguments: '<id>',
+  description: 'change a client: a list given (--grant, --redirect, --scope) replaces the stored one; what is taken away is refused at once',
+})
+export class ClientUpdateCommand extends CommandRunner {
+  constructor(private readonly clients: ClientsService) {
+    super();
+  }
+
+  async run([id]: string[], options: Options): Promise<void> {
+    printJson(
+      await this.clients.update(id, {
+        name: options.name,
+        grants: options.grant,
+        redirectPatterns: listOrCleared(options.redirect, options.clearRedirects, 'redirect'),
+        scopes: listOrCleared(options.scope, options.clearScopes, 'scope'),
+      }),
+    );
+  }
+
+  @Option({ flags: '--name <name>', description: 'new unique display name' })
+  parseName(value: string) {
+    return value;
+  }
+
+  @Option({ flags: '--grant <grant>', description: `grant type, repeatable; replaces the grants (device_code stands for ${DEVICE_CODE_GRANT})` })
+  parseGrant(value: string, previous?: string[]) {
+    return collect(resolveGrantAlias(value), previous);
+  }
+
+  @Option({ flags: '--redirect <pattern>', description: 'allowed redirect URL or private-range pattern, repeatable; replaces the patterns' })
+  parseRedirect(value: string, previous?: string[]) {
+    return collect(value, previous);
+  }
+
+  @Option({ flags: '--scope <scope>', description: 'allowed scope, repeatable; replaces the scopes' })
+  parseScope(value: string, previous?: string[]) {
+    return collect(value, previous);
+  }
+
+  @Option({ flags: '--clear-redirects', description: 'remove every redirect pattern' })
+  parseClearRedirects() {
+    return true;
+  }
+
+  @Option({ flags: '--clear-scopes', description: 'remove every scope' })
+  parseClearScopes() {
+    return true;
+  }
+}
+
+/** The new list: the values given, an empty one when cleared, or undefined (unchanged). */
+function listOrCleared(values: string[] | undefined, cleared: boolean | undefined, flag: string): string[] | undefined {
+  if (cleared && values) throw invalidInput(`--${flag} and --clear-${flag}s contradict each other`);
+  return cleared ? [] : values;
+}

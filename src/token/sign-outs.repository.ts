@@ -1,0 +1,49 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource, type EntityManager } from 'typeorm';
+import { notifiedIdPayloadSql } from '../database/notified-id-set.js';
+import { GRANT_REVOKED_CHANNEL, REVOKED_UNTIL_SQL } from './grants.repository.js';
+
+/** Whose sign-ins end: a user's (on every client, or on one), or every user's on one client. */
+export type SignOutTarget = { userId: string; clientId?: string } | { clientId: string };
+
+/**
+ * Signing out spans the tables a sign-in passes through, so its queries live together here.
+ * Runs in the caller's transaction, beside the change that calls for it (a disabled user, a
+ * deleted client), so both commit or neither does.
+ */
+@Injectable()
+export class SignOutsRepository {
+  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
+
+  /** signOut in a transaction of its own, when nothing else changes with it (grants:revoke). */
+  signOutNow(target: SignOutTarget): Promise<number> {
+    return this.dataSource.transaction((manager) => this.signOut(manager, target));
+  }
+
+  /**
+   * Revokes the target's live grants, as a replayed code does (every instance hears of each grant
+   * when the transaction commits, refuses its tokens and closes its streams), and voids the
+   * sign-ins not yet exchanged for a grant: unredeemed codes, approvals a device has not
+   * collected, device codes not yet exchanged. Returns how many grants it revoked.
+   */
+  async signOut(manager: EntityManager, target: SignOutTarget): Promise<number> {
+    const userId = 'userId' in target ? target.userId : null;
+    const clientId = target.clientId ?? null;
+    const matches = `($1::uuid IS NULL OR user_id = $1) AND ($2::text IS NULL OR client_id = $2)`;
+    const revoked: unknown[] = await manager.query(
+      `WITH revoked AS (UPDATE grants SET revoked_at = now() WHERE revoked_at IS NULL AND ${matches} RETURNING id, ${REVOKED_UNTIL_SQL} AS until)
+       SELECT pg_notify('${GRANT_REVOKED_CHANNEL}', ${notifiedIdPayloadSql('id::text', 'until')}) FROM revoked`,
+      [userId, clientId],
+    );
+    // A consumed code without a grant is refused without revoking anything.
+    await manager.query(`UPDATE authorization_codes SET consumed_at = now() WHERE consumed_at IS NULL AND ${matches}`, [userId, clientId]);
+    await manager.query(`UPDATE authorizations SET expires_at = now() WHERE picked_up_at IS NULL AND expires_at > now() AND ${matches}`, [userId, clientId]);
+    await manager.query(
+      `UPDATE device_codes SET expires_at = now()
+       WHERE consumed_at IS NULL AND expires_at > now() AND ($1::uuid IS NULL OR $1 IN (user_id, signed_in_user_id)) AND ($2::text IS NULL OR client_id = $2)`,
+      [userId, clientId],
+    );
+    return revoked.length;
+  }
+}
