@@ -5,6 +5,7 @@ import { createRootLogger } from './common/logging/logger.js';
 import { type Env, InvalidConfigError, loadProcessEnv } from './config/env.js';
 import { DataFolderInUse } from './database/data-folder-lock.js';
 import { type DatabaseServer, openDatabaseServer } from './database/database-server.js';
+import { EmbeddedPostgresNotInstalled } from './database/embedded-postgres.js';
 import { SchemaStatus } from './database/schema-status.js';
 import { HealthRegistry } from './health/health-registry.js';
 
@@ -81,9 +82,10 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
 try {
   await starting;
 } catch (error) {
-  // A setting only createApp can check (METRICS_ALLOWED_CIDRS), or a data folder another service
-  // holds, is reported like a bad setting: one line.
-  if (error instanceof InvalidConfigError || error instanceof DataFolderInUse) process.stderr.write(`${error.message}\n`);
+  // A setting only createApp can check (METRICS_ALLOWED_CIDRS), a data folder another service
+  // holds, or no database at all, is reported like a bad setting: one line.
+  const refusal = error instanceof InvalidConfigError || error instanceof DataFolderInUse || error instanceof EmbeddedPostgresNotInstalled;
+  if (refusal) process.stderr.write(`${error.message}\n`);
   else logger.fatal({ err: error }, 'start-up failed');
   await stop().catch(() => {});
   process.exit(1);

