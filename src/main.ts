@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { createApp } from './app.js';
 import { createRootLogger } from './common/logging/logger.js';
-import { type Env, InvalidConfigError, loadProcessEnv } from './config/env.js';
+import { type Env, InvalidConfigError, loadProcessEnv, SHUTDOWN_GRACE_MS } from './config/env.js';
 import { DataFolderInUse } from './database/data-folder-lock.js';
 import { type DatabaseServer, openDatabaseServer } from './database/database-server.js';
 import { EmbeddedPostgresNotInstalled } from './database/embedded-postgres.js';
@@ -35,9 +35,6 @@ function readyLine(applied: string[]): string {
   const migrations = applied.length ? `applied migrations ${applied.join(', ')}` : 'database schema up to date';
   return `voyage-connect ready on http://${env.HOST}:${env.PORT} (public ${env.apiUrl}); API docs at ${env.apiUrl}/docs; ${migrations}. First client: npm run cli -- client:create --name my-device`;
 }
-
-/** How long closing the pool, saving cursors and stopping the embedded database may take after requests are cut. */
-const SHUTDOWN_GRACE_MS = 15_000;
 
 /**
  * Health turns 503 (and stays so for SHUTDOWN_DELAY_MS while requests are still served, for load
