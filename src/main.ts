@@ -28,6 +28,12 @@ async function start() {
   app = await createApp(env, database.url, logger);
   await app.listen({ port: env.PORT, host: env.HOST });
   logger.info(readyLine(app.get(SchemaStatus).applied));
+  // Serving 503 without a database forever helps nobody: exit non-zero, and the supervisor
+  // (systemd's Restart=, a container's restart policy) starts the service, and the server, again.
+  database.onServerExit((pid) => {
+    logger.error(`the embedded PostgreSQL (postmaster pid ${pid}) exited under the service; stopping with exit code 1 to be restarted`);
+    shutdown(1, {});
+  });
 }
 
 /** The one line that says the service is ready: where, its documentation, what the start migrated, and a first step. */
@@ -59,22 +65,23 @@ async function stop(): Promise<void> {
 
 const starting = start();
 let stopping: Promise<void> | undefined;
-for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-  process.on(signal, () => {
-    stopping ??= (async () => {
-      logger.info({ signal }, 'shutting down: draining requests');
-      await starting.catch(() => {}); // a signal during start-up waits for it, then undoes it
-      await stop();
-      logger.info('stopped');
-    })().then(
-      () => process.exit(0),
-      (error) => {
-        logger.error({ err: error }, 'shutdown failed');
-        process.exit(1);
-      },
-    );
-  });
+
+/** Stops once, however many signals (or a dead database) ask, then exits with `exitCode`. */
+function shutdown(exitCode: number, why: { signal?: NodeJS.Signals }) {
+  stopping ??= (async () => {
+    logger.info(why, 'shutting down: draining requests');
+    await starting.catch(() => {}); // a signal during start-up waits for it, then undoes it
+    await stop();
+    logger.info('stopped');
+  })().then(
+    () => process.exit(exitCode),
+    (error) => {
+      logger.error({ err: error }, 'shutdown failed');
+      process.exit(1);
+    },
+  );
 }
+for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => shutdown(0, { signal }));
 
 try {
   await starting;

@@ -5,6 +5,7 @@ import { userInfo } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
+import { isProcessAlive } from './process-alive.js';
 
 const run = promisify(execFile);
 
@@ -20,6 +21,12 @@ export interface EmbeddedPostgres {
   url(database?: string): string;
   /** Whether this process started the server (an adopted one is stopped at shutdown too). */
   readonly startedHere: boolean;
+  /**
+   * Calls `listener` once if the server's postmaster exits before stop() (killed, crashed). It is
+   * not this process's child (pg_ctl detaches it, or another process started it), so it is
+   * looked at every second.
+   */
+  onExit(listener: (pid: number) => void): void;
   /** Stops the server; safe to call when it already died. */
   stop(): Promise<void>;
 }
@@ -36,6 +43,7 @@ interface Binaries {
 
 const USER = 'postgres';
 const STOP_TIMEOUT_S = 20;
+const WATCH_INTERVAL_MS = 1000;
 
 /**
  * Starts (or adopts) a real PostgreSQL server whose data lives under `dataDir`, so the service
@@ -60,14 +68,25 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
   } else {
     startedHere = await startServer(binaries, clusterDir, options.port, account, log);
   }
-  const port = await runningPort(clusterDir);
+  const { pid, port } = await readPostmasterPid(clusterDir);
   const url = (database = 'postgres') =>
     `postgres://${credentials.user}:${encodeURIComponent(credentials.password)}@127.0.0.1:${port}/${database}`;
 
+  let watch: NodeJS.Timeout | undefined;
   return {
     url,
     startedHere,
-    stop: () => stopServer(binaries, clusterDir, account, log),
+    onExit: (listener) => {
+      watch = setInterval(() => {
+        if (isProcessAlive(pid)) return;
+        clearInterval(watch);
+        listener(pid);
+      }, WATCH_INTERVAL_MS).unref();
+    },
+    stop: () => {
+      clearInterval(watch);
+      return stopServer(binaries, clusterDir, account, log);
+    },
   };
 }
 
@@ -170,6 +189,9 @@ async function initialiseCluster(dataDir: string, clusterDir: string, account: A
 }
 
 async function isRunning(binaries: Binaries, clusterDir: string, account: Account): Promise<boolean> {
+  // pg_ctl would take a killed postmaster that is not reaped yet (a zombie) for a live one.
+  const postmaster = await readPostmasterPid(clusterDir).catch(() => undefined);
+  if (!postmaster || !isProcessAlive(postmaster.pid)) return false;
   try {
     await run(binaries.pgCtl, ['status', '-D', clusterDir], account);
     return true;
@@ -203,10 +225,10 @@ async function stopServer(binaries: Binaries, clusterDir: string, account: Accou
   }).catch((error) => log(`embedded PostgreSQL stop: ${describe(error)}`));
 }
 
-/** The port the running server listens on: line 4 of postmaster.pid (it may differ from ours when adopted). */
-async function runningPort(clusterDir: string): Promise<number> {
-  const pidFile = await readFile(join(clusterDir, 'postmaster.pid'), 'utf8');
-  return Number(pidFile.split('\n')[3]);
+/** The running server's postmaster and port: lines 1 and 4 of postmaster.pid (the port may differ from ours when adopted). */
+async function readPostmasterPid(clusterDir: string): Promise<{ pid: number; port: number }> {
+  const lines = (await readFile(join(clusterDir, 'postmaster.pid'), 'utf8')).split('\n');
+  return { pid: Number(lines[0]), port: Number(lines[3]) };
 }
 
 async function exists(path: string) {
