@@ -5,7 +5,7 @@ import { userInfo } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
-import { isProcessAlive } from './process-alive.js';
+import { isProcessAlive, isUnreaped } from './process-alive.js';
 
 const run = promisify(execFile);
 
@@ -44,6 +44,7 @@ interface Binaries {
 const USER = 'postgres';
 const STOP_TIMEOUT_S = 20;
 const WATCH_INTERVAL_MS = 1000;
+const REAP_WAIT_MS = 30_000;
 
 /**
  * Starts (or adopts) a real PostgreSQL server whose data lives under `dataDir`, so the service
@@ -202,6 +203,7 @@ async function isRunning(binaries: Binaries, clusterDir: string, account: Accoun
 
 async function startServer(binaries: Binaries, clusterDir: string, port: number, account: Account, log: (line: string) => void) {
   log(`starting embedded PostgreSQL on 127.0.0.1:${port}`);
+  await waitUntilReaped(clusterDir);
   const serverOptions = `-p ${port} -c listen_addresses=127.0.0.1 -c unix_socket_directories=''`;
   try {
     // pg_ctl detaches the server (its own session), so no signal sent to this process reaches it.
@@ -223,6 +225,17 @@ async function stopServer(binaries: Binaries, clusterDir: string, account: Accou
     ...account,
     timeout: (STOP_TIMEOUT_S + 5) * 1000,
   }).catch((error) => log(`embedded PostgreSQL stop: ${describe(error)}`));
+}
+
+/**
+ * A postmaster killed a moment ago may not be reaped yet (its parent is init, which may take its
+ * time): PostgreSQL would take the pid in its postmaster.pid for a live server and refuse to start.
+ */
+async function waitUntilReaped(clusterDir: string) {
+  const postmaster = await readPostmasterPid(clusterDir).catch(() => undefined);
+  for (let waited = 0; postmaster && isUnreaped(postmaster.pid) && waited < REAP_WAIT_MS; waited += 200) {
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
 }
 
 /** The running server's postmaster and port: lines 1 and 4 of postmaster.pid (the port may differ from ours when adopted). */

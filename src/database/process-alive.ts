@@ -11,7 +11,12 @@ export function isProcessAlive(pid: number): boolean {
   } catch (error) {
     return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
-  return processState(pid) !== 'Z';
+  return !isUnreaped(pid);
+}
+
+/** Whether `pid` exited but its parent has not reaped it yet (Linux; false elsewhere). */
+export function isUnreaped(pid: number): boolean {
+  return processState(pid) === 'Z';
 }
 
 /** The state letter of /proc/<pid>/stat (Linux); undefined elsewhere. The name before it may hold spaces and parentheses. */
