@@ -2,9 +2,10 @@ import 'reflect-metadata';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { createApp } from './app.js';
 import { createRootLogger } from './common/logging/logger.js';
-import { type Env, InvalidConfigError, loadProcessEnv } from './config/env.js';
+import { type Env, InvalidConfigError, loadProcessEnv, SHUTDOWN_GRACE_MS } from './config/env.js';
 import { DataFolderInUse } from './database/data-folder-lock.js';
 import { type DatabaseServer, openDatabaseServer } from './database/database-server.js';
+import { EmbeddedPostgresNotInstalled } from './database/embedded-postgres.js';
 import { SchemaStatus } from './database/schema-status.js';
 import { HealthRegistry } from './health/health-registry.js';
 
@@ -27,6 +28,12 @@ async function start() {
   app = await createApp(env, database.url, logger);
   await app.listen({ port: env.PORT, host: env.HOST });
   logger.info(readyLine(app.get(SchemaStatus).applied));
+  // Serving 503 without a database forever helps nobody: exit non-zero, and the supervisor
+  // (systemd's Restart=, a container's restart policy) starts the service, and the server, again.
+  database.onServerExit((pid) => {
+    logger.error(`the embedded PostgreSQL (postmaster pid ${pid}) exited under the service; stopping with exit code 1 to be restarted`);
+    shutdown(1, {});
+  });
 }
 
 /** The one line that says the service is ready: where, its documentation, what the start migrated, and a first step. */
@@ -34,9 +41,6 @@ function readyLine(applied: string[]): string {
   const migrations = applied.length ? `applied migrations ${applied.join(', ')}` : 'database schema up to date';
   return `voyage-connect ready on http://${env.HOST}:${env.PORT} (public ${env.apiUrl}); API docs at ${env.apiUrl}/docs; ${migrations}. First client: npm run cli -- client:create --name my-device`;
 }
-
-/** How long closing the pool, saving cursors and stopping the embedded database may take after requests are cut. */
-const SHUTDOWN_GRACE_MS = 15_000;
 
 /**
  * Health turns 503 (and stays so for SHUTDOWN_DELAY_MS while requests are still served, for load
@@ -61,29 +65,31 @@ async function stop(): Promise<void> {
 
 const starting = start();
 let stopping: Promise<void> | undefined;
-for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-  process.on(signal, () => {
-    stopping ??= (async () => {
-      logger.info({ signal }, 'shutting down: draining requests');
-      await starting.catch(() => {}); // a signal during start-up waits for it, then undoes it
-      await stop();
-      logger.info('stopped');
-    })().then(
-      () => process.exit(0),
-      (error) => {
-        logger.error({ err: error }, 'shutdown failed');
-        process.exit(1);
-      },
-    );
-  });
+
+/** Stops once, however many signals (or a dead database) ask, then exits with `exitCode`. */
+function shutdown(exitCode: number, why: { signal?: NodeJS.Signals }) {
+  stopping ??= (async () => {
+    logger.info(why, 'shutting down: draining requests');
+    await starting.catch(() => {}); // a signal during start-up waits for it, then undoes it
+    await stop();
+    logger.info('stopped');
+  })().then(
+    () => process.exit(exitCode),
+    (error) => {
+      logger.error({ err: error }, 'shutdown failed');
+      process.exit(1);
+    },
+  );
 }
+for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => shutdown(0, { signal }));
 
 try {
   await starting;
 } catch (error) {
-  // A setting only createApp can check (METRICS_ALLOWED_CIDRS), or a data folder another service
-  // holds, is reported like a bad setting: one line.
-  if (error instanceof InvalidConfigError || error instanceof DataFolderInUse) process.stderr.write(`${error.message}\n`);
+  // A setting only createApp can check (METRICS_ALLOWED_CIDRS), a data folder another service
+  // holds, or no database at all, is reported like a bad setting: one line.
+  const refusal = error instanceof InvalidConfigError || error instanceof DataFolderInUse || error instanceof EmbeddedPostgresNotInstalled;
+  if (refusal) process.stderr.write(`${error.message}\n`);
   else logger.fatal({ err: error }, 'start-up failed');
   await stop().catch(() => {});
   process.exit(1);

@@ -33,6 +33,9 @@ const APP_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 /** Seed 000: "expires_in ... 3600 in all responses" of /sso/token. */
 export const USER_ACCESS_TOKEN_TTL = 3600;
 
+/** How long closing the pool, saving cursors and stopping the embedded database may take after requests are cut. */
+export const SHUTDOWN_GRACE_MS = 15_000;
+
 /**
  * Every setting of the service. Each property is one environment variable with its default;
  * `.env.example` documents the same list.
@@ -232,6 +235,14 @@ export class Env {
   /** Longest lifetime of anything signed with the keys: how long a retired key stays published. */
   get longestSignedLifetime() {
     return Math.max(USER_ACCESS_TOKEN_TTL, this.CLIENT_TOKEN_TTL, this.STATE_TTL);
+  }
+
+  /**
+   * The longest a stop may take, from SIGTERM to exit: the delay, the drain, then the grace for
+   * closing; a supervisor's stop timeout must be longer.
+   */
+  get shutdownDeadlineMs() {
+    return this.SHUTDOWN_DELAY_MS + this.SHUTDOWN_TIMEOUT_MS + SHUTDOWN_GRACE_MS;
   }
 
   /** Resource servers a token may be issued for (RFC 8707), without trailing slashes. */

@@ -1,5 +1,6 @@
 import { mkdir, open, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
+import { isProcessAlive } from './process-alive.js';
 
 /** Another live service holds the data folder: starting beside it would take its database over. */
 export class DataFolderInUse extends Error {
@@ -8,15 +9,6 @@ export class DataFolderInUse extends Error {
     this.name = 'DataFolderInUse';
   }
 }
-
-const isAlive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-};
 
 /**
  * One live service per embedded data folder: its pid in `service.pid`, created exclusively. A
@@ -38,7 +30,7 @@ export async function lockDataFolder(dataDir: string): Promise<() => Promise<voi
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
     }
     const holder = Number(await readFile(path, 'utf8').catch(() => ''));
-    if (Number.isInteger(holder) && holder > 0 && holder !== process.pid && isAlive(holder)) throw new DataFolderInUse(dataDir, holder);
+    if (Number.isInteger(holder) && holder > 0 && holder !== process.pid && isProcessAlive(holder)) throw new DataFolderInUse(dataDir, holder);
     await rm(path, { force: true });
   }
   throw new Error(`could not lock DATA_DIR ${dataDir}`);

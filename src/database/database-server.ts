@@ -4,6 +4,8 @@ import { ensureDatabase, startEmbeddedPostgres } from './embedded-postgres.js';
 
 export interface DatabaseServer {
   url: string;
+  /** Calls `listener` once if the embedded server dies under this process (never for DATABASE_URL). */
+  onServerExit(listener: (pid: number) => void): void;
   /** Releases the server: stops the embedded one when this process owns it. */
   close(): Promise<void>;
 }
@@ -17,7 +19,7 @@ const EMBEDDED_DATABASE = 'voyage_connect';
  * run. The CLI stops it only when it started it, so it can run beside a live service.
  */
 export async function openDatabaseServer(env: Env, owner: 'service' | 'cli', log: (line: string) => void): Promise<DatabaseServer> {
-  if (env.DATABASE_URL) return { url: env.DATABASE_URL, close: async () => {} };
+  if (env.DATABASE_URL) return { url: env.DATABASE_URL, onServerExit: () => {}, close: async () => {} };
   const unlock = owner === 'service' ? await lockDataFolder(env.dataDir) : async () => {};
   try {
     const embedded = await startEmbeddedPostgres({ dataDir: env.dataDir, port: env.EMBEDDED_PG_PORT, log });
@@ -25,6 +27,7 @@ export async function openDatabaseServer(env: Env, owner: 'service' | 'cli', log
     const stopOnClose = owner === 'service' || embedded.startedHere;
     return {
       url: embedded.url(EMBEDDED_DATABASE),
+      onServerExit: (listener) => embedded.onExit(listener),
       close: async () => {
         if (stopOnClose) await embedded.stop();
         await unlock();

