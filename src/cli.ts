@@ -25,6 +25,8 @@ function fail(error: unknown): void {
 try {
   // nest-commander parses process.argv itself: --format is taken out first, for every command.
   process.argv = takeFormatOption(process.argv);
+  // commander names the program after its script's file (cli.js); usage lines say the bin's name.
+  process.argv[1] = 'voyage-connect';
   const env = loadProcessEnv();
   const logger = createRootLogger({ level: 'warn', destination: 2, pretty: process.stderr.isTTY === true });
   // Which database the command works on, when it is the embedded one (stdout stays one JSON document).

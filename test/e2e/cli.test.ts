@@ -491,7 +491,7 @@ describe('the voyage-connect bin, as an operator gets it', () => {
     const bin = join(projectRoot, manifest.bin['voyage-connect']);
     const help = await runFile(bin, ['--help']);
     expect(help.code, help.stderr).toBe(0);
-    expect(help.stdout).toMatch(/^Usage: .*\[command\]/);
+    expect(help.stdout).toMatch(/^Usage: voyage-connect \[options\] \[command\]/);
     expect(help.stdout).toContain('grants:revoke');
     const list = await runFile(bin, ['client:list']);
     expect(list.code, list.stderr).toBe(0);
