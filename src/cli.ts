@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import 'reflect-metadata';
-import { CommandFactory } from 'nest-commander';
+import type { Command } from 'commander';
+import { CommandFactory, CommandRunnerService } from 'nest-commander';
 import { CliModule } from './cli.module.js';
 import { takeFormatOption } from './common/cli/output.js';
 import { createRootLogger, PinoLoggerService } from './common/logging/logger.js';
@@ -32,14 +33,24 @@ try {
   // Which database the command works on, when it is the embedded one (stdout stays one JSON document).
   const database = await openDatabaseServer(env, 'cli', (line) => process.stderr.write(`${line}\n`));
   try {
-    await CommandFactory.run(CliModule.forRoot(env, database.url), {
+    const rethrow = (error: Error): never => {
+      throw error; // let serviceErrorHandler report it after the app closes cleanly
+    };
+    const app = await CommandFactory.createWithoutRunning(CliModule.forRoot(env, database.url), {
       logger: new PinoLoggerService(logger),
       cliName: 'voyage-connect',
-      errorHandler: (error) => {
-        throw error; // let serviceErrorHandler report it after the app closes cleanly
-      },
+      errorHandler: rethrow,
       serviceErrorHandler: fail,
     });
+    try {
+      const runner = app.get(CommandRunnerService);
+      // nest-commander overrides exiting on the program only: a command's --help or usage error
+      // would process.exit() there, leaving the embedded PostgreSQL this process started running.
+      for (const command of (runner as unknown as { commander: Command }).commander.commands) command.exitOverride(rethrow);
+      await runner.run();
+    } finally {
+      await app.close();
+    }
   } finally {
     await database.close();
   }

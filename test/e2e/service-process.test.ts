@@ -72,6 +72,16 @@ describe('the service process with the embedded database', () => {
     expect(await service.exited).toBe(0);
   });
 
+  it("stops the database a CLI command started, also after a command's --help or usage error", async () => {
+    expect(await embeddedServerRunning()).toBe(false);
+    for (const [args, code] of [[['user:disable', '--help'], 0], [['user:disable'], 1], [['no-such-command'], 1], [['client:list'], 0]] as const) {
+      const result = await runCli([...args], { env });
+      expect(result.code, `${args.join(' ')}: ${result.stderr}`).toBe(code);
+      expect(result.stderr).toContain('starting embedded PostgreSQL');
+      expect(await embeddedServerRunning(), args.join(' ')).toBe(false);
+    }
+  });
+
   it('refuses a second service on the same data folder, which leaves the first one and its database serving', async () => {
     const first = start();
     await waitForStatus(`${baseUrl}/health`, 200, 60_000);
