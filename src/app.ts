@@ -20,6 +20,7 @@ import { VERSION } from './health/version.js';
 import { readMetricsAllowList } from './metrics/metrics-access.guard.js';
 import { Metrics } from './metrics/metrics.service.js';
 import { DeliveryService } from './notification/delivery.service.js';
+import { BATCH_PUBLISH_PATH } from './notification/notification.controller.js';
 import { NotificationWsAdapter } from './notification/notification-ws.adapter.js';
 import { StreamAuthorizer } from './notification/stream-authorizer.js';
 import { CLIENT_SECRET_BASIC } from './token/oauth-form-route.decorator.js';
@@ -53,6 +54,9 @@ export async function createApp(env: Env, databaseUrl: string, logger: Logger): 
     done();
   });
   answerUpgradesOverHttp(adapter.getInstance());
+  adapter.getInstance().addHook('onRoute', (route) => {
+    if (route.url === BATCH_PUBLISH_PATH) route.bodyLimit = env.PUBLISH_BATCH_MAX_BYTES;
+  });
   answerLateRequests(adapter, env.REQUEST_TIMEOUT_MS);
 
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(env, databaseUrl), adapter, {

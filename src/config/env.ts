@@ -168,6 +168,14 @@ export class Env {
   @Min(60) @Max(90 * 86400) @IsInt()
   NOTIFICATION_RETENTION: number = 7 * 86400;
 
+  /** Most notifications in one request to the batch publish route; more is refused with 413. */
+  @Min(1) @Max(10_000) @IsInt()
+  PUBLISH_BATCH_MAX: number = 1000;
+
+  /** Largest body the batch publish route reads, in bytes (4 MiB); a larger one is refused with 413. */
+  @Min(65_536) @Max(64 * 1024 * 1024) @IsInt()
+  PUBLISH_BATCH_MAX_BYTES: number = 4 * 1024 * 1024;
+
   /** Most WebSocket connections one instance holds; the next one is closed with 1008. */
   @Min(1) @Max(1_000_000) @IsInt()
   WS_MAX_CONNECTIONS: number = 10000;

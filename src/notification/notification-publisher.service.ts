@@ -18,6 +18,13 @@ const SLOW_RECIPIENT_MS = 10_000;
 /** Bound on that list. */
 const MAX_SLOW_RECIPIENTS = 10_000;
 
+/** What a publish answers: the stored id, and whether it was stored before. */
+export type Published = { id: string; duplicate?: true };
+/** One element of a batch: its body, or the field errors that refused it. */
+export type PublishBody = { body: PublishNotificationDto } | { errors: string[] };
+/** A batch element's answer: stored (or stored before), or refused with its field errors. */
+export type BatchResult = Published | { status: 400; errors: string[] };
+
 /** A publish's own result: stored (or found), or the error that failed it alone. */
 type PublishOutcome = InsertOutcome | { error: unknown };
 
@@ -49,7 +56,34 @@ export class NotificationPublisher {
   }
 
   /** Stores the notification once per (recipient, correlationId, status); a repeat gets the stored id and `duplicate: true`. */
-  async publish(dto: PublishNotificationDto, publishedBy: string | null): Promise<{ id: string; duplicate?: true }> {
+  async publish(dto: PublishNotificationDto, publishedBy: string | null): Promise<Published> {
+    const outcome = await this.place(dto, publishedBy);
+    if ('unknownRecipient' in outcome) throw invalidInput(UNKNOWN_RECIPIENT);
+    return outcome;
+  }
+
+  /**
+   * Publishes a batch's valid elements as `publish` would, in the batch's order (per recipient,
+   * that is the order they are pushed in), and answers each element in its place: its id, or the
+   * field errors that kept it out. Only a database fault fails the whole batch, after every
+   * element has finished: a retry of the batch is safe, what was stored answers as a duplicate.
+   */
+  async publishBatch(elements: PublishBody[], publishedBy: string | null): Promise<BatchResult[]> {
+    // Submitted in order, before any await: the batcher keeps each recipient's submit order.
+    const placed = elements.map((element) => ('errors' in element ? null : this.place(element.body, publishedBy)));
+    const settled = await Promise.allSettled(placed);
+    const failure = settled.find((result) => result.status === 'rejected');
+    if (failure) throw failure.reason;
+    return settled.map((result, index): BatchResult => {
+      const element = elements[index];
+      if ('errors' in element) return { status: 400, errors: element.errors };
+      const outcome = (result as PromiseFulfilledResult<Published | { unknownRecipient: true } | null>).value!;
+      return 'unknownRecipient' in outcome ? { status: 400, errors: [UNKNOWN_RECIPIENT] } : outcome;
+    });
+  }
+
+  /** Stores one notification through the shared transactions; the submit happens synchronously. */
+  private async place(dto: PublishNotificationDto, publishedBy: string | null): Promise<Published | { unknownRecipient: true }> {
     const notification: NewNotification = {
       recipient: dto.recipient,
       correlationId: dto.correlationId,
@@ -65,7 +99,7 @@ export class NotificationPublisher {
       outcome = await this.writes.submit(notification);
     }
     if ('error' in outcome) throw outcome.error;
-    if ('unknownRecipient' in outcome) throw invalidInput(UNKNOWN_RECIPIENT);
+    if ('unknownRecipient' in outcome) return outcome;
     // A transaction of one recipient waits for its lock instead of reporting it busy.
     if ('recipientBusy' in outcome) throw new Error(`recipient ${notification.recipient} reported busy in a transaction of its own`);
     if (!outcome.stored) return { id: outcome.id, duplicate: true };

@@ -1,27 +1,30 @@
-import { BadRequestException, Body, Controller, Get, HttpCode, Post, Query, Req, UseGuards, ValidationPipe } from '@nestjs/common';
-import { ApiAcceptedResponse, ApiBearerAuth, ApiOkResponse, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
+import { BadRequestException, Body, Controller, Get, HttpCode, PayloadTooLargeException, Post, Query, Req, UseGuards } from '@nestjs/common';
+import { ApiAcceptedResponse, ApiBearerAuth, ApiBody, ApiOkResponse, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
+import { invalidInput } from '../common/errors/app-error.js';
+import { Env } from '../config/env.js';
 import { ApiErrorResponse, ApiUnavailableResponse } from '../common/errors/api-error-response.decorator.js';
 import { ApiBearerRefusals, type AuthenticatedRequest, BearerGuard, Requires } from './bearer.guard.js';
-import { NotificationMessageDto, PublishAcceptedDto } from './dto/notification-response.dto.js';
+import { BatchAcceptedDto, NotificationMessageDto, PublishAcceptedDto } from './dto/notification-response.dto.js';
 import { isCalendarDate, PublishNotificationDto } from './dto/publish-notification.dto.js';
 import { NotificationHistory } from './notification-history.service.js';
 import { NotificationPublisher } from './notification-publisher.service.js';
+import { PUBLISH_BODY_PIPE, readPublishBody } from './publish-body.js';
 
-/**
- * The only body validated against a DTO. Validation is applied here rather than globally: a
- * global pipe runs on every parameter of every route, which cost the code poll a fifth of its
- * throughput for nothing.
- */
-const VALIDATED_BODY = new ValidationPipe({ whitelist: true, transform: true });
+export const NOTIFICATIONS_ROUTE = 'voyage/notification/v1/notifications';
+/** The batch route reads bodies up to PUBLISH_BATCH_MAX_BYTES (set on the route in app.ts); every other route 64 KiB. */
+export const BATCH_PUBLISH_PATH = `/${NOTIFICATIONS_ROUTE}/batch`;
 
+// The publish body pipe is applied here rather than globally: a global pipe runs on every
+// parameter of every route, which cost the code poll a fifth of its throughput for nothing.
 @ApiTags('notifications')
 @ApiBearerAuth()
-@Controller('voyage/notification/v1/notifications')
+@Controller(NOTIFICATIONS_ROUTE)
 @UseGuards(BearerGuard)
 export class NotificationController {
   constructor(
     private readonly publisher: NotificationPublisher,
     private readonly history: NotificationHistory,
+    private readonly env: Env,
   ) {}
 
   @Post()
@@ -37,8 +40,31 @@ export class NotificationController {
   @ApiErrorResponse(413, 'the body is over 64 KiB')
   @ApiErrorResponse(415, 'a media type the service does not read: send application/json')
   @ApiUnavailableResponse()
-  publish(@Body(VALIDATED_BODY) body: PublishNotificationDto, @Req() request: AuthenticatedRequest) {
+  publish(@Body(PUBLISH_BODY_PIPE) body: PublishNotificationDto, @Req() request: AuthenticatedRequest) {
     return this.publisher.publish(body, request.token.client_id);
+  }
+
+  @Post('batch')
+  @HttpCode(202)
+  @Requires('publish')
+  @ApiOperation({
+    summary: 'Publish up to PUBLISH_BATCH_MAX notifications in one request (scope notification:publish)',
+    description:
+      'Each element is a body of the single publish route and is validated, stored and deduplicated as that route would. The answer has one result per element, in order: `{id}` (or `{id, duplicate: true}`) once stored, or `{status: 400, errors}` for an element that was refused, which stores nothing for it and does not stop the others. Each recipient receives its notifications in the order of the array. A 503 fails the whole batch; sending it again is safe, as what was stored answers as a duplicate.',
+  })
+  @ApiBody({ type: [PublishNotificationDto] })
+  @ApiAcceptedResponse({ type: BatchAcceptedDto, description: 'answered once every valid element is durably stored' })
+  @ApiErrorResponse(400, 'the body is not a JSON array of 1 to PUBLISH_BATCH_MAX elements, or is JSON that cannot be read or nests deeper than 32 levels')
+  @ApiBearerRefusals('notification:publish')
+  @ApiErrorResponse(413, 'more than PUBLISH_BATCH_MAX elements (default 1,000), or a body over PUBLISH_BATCH_MAX_BYTES (default 4 MiB)')
+  @ApiErrorResponse(415, 'a media type the service does not read: send application/json')
+  @ApiUnavailableResponse()
+  async publishBatch(@Body() body: unknown, @Req() request: AuthenticatedRequest) {
+    const max = this.env.PUBLISH_BATCH_MAX;
+    if (!Array.isArray(body) || body.length === 0) throw invalidInput(`the body must be a JSON array of 1 to ${max} notifications`);
+    if (body.length > max) throw new PayloadTooLargeException(`at most ${max} notifications per request: send the others in another request`);
+    const elements = await Promise.all(body.map(readPublishBody));
+    return { results: await this.publisher.publishBatch(elements, request.token.client_id) };
   }
 
   @Get()

@@ -654,10 +654,44 @@ describe('notification publishing and history', () => {
       expect(await rowCount()).toBe(count);
     });
 
-    it('fails with exit 1 for a JSON array or string instead of an object, storing nothing', async () => {
+    it('fails with exit 1 for a JSON string, number or null instead of an object, storing nothing', async () => {
       const count = await rowCount();
-      expectCliFailure(await cli(['notification:publish', '--file', await writeJson('array.json', [validNotification(alice.id)])]));
-      expectCliFailure(await cli(['notification:publish', '--file', await writeJson('string.json', '"hello"')]));
+      for (const [name, content] of [['string.json', '"hello"'], ['number.json', '42'], ['null.json', 'null']]) {
+        expectCliFailure(await cli(['notification:publish', '--file', await writeJson(name, content)]), /recipient must be a string/);
+      }
+      expect(await rowCount()).toBe(count);
+    });
+
+    it('publishes a JSON array like the batch route: exit 0, stdout {results} in order, a repeat marked duplicate', async () => {
+      const first = validNotification(alice.id);
+      const second = validNotification(bob.id);
+      const result = await cli(['notification:publish', '--file', await writeJson('batch.json', [first, second, first])]);
+      expect(result, result.stderr).toMatchObject({ code: 0, signal: null, stderr: '' });
+      const { results } = JSON.parse(result.stdout) as { results: { id: string }[] };
+      expect(results).toStrictEqual([{ id: expect.stringMatching(UUID) }, { id: expect.stringMatching(UUID) }, { id: results[0].id, duplicate: true }]);
+      expect((await rows('id = ANY($1)', [results.map((entry) => entry.id)])).map((row) => [row.id, row.correlation_id, row.published_by])).toEqual([
+        [results[0].id, first.correlationId, null],
+        [results[1].id, second.correlationId, null],
+      ]);
+    });
+
+    it('publishes the valid elements of an array with a bad one, prints every result and exits 1', async () => {
+      const good = [validNotification(alice.id), validNotification(alice.id)];
+      const result = await cli(['notification:publish', '--file', await writeJson('mixed.json', [good[0], { ...validNotification(alice.id), statusTimestamp: 'yesterday' }, good[1]])]);
+      expect(result.code, result.stderr).toBe(1);
+      expect(result.stderr).toMatch(/^error: 1 of 3 notifications were refused[^\n]*\n$/);
+      const { results } = JSON.parse(result.stdout) as { results: Record<string, unknown>[] };
+      expect(results).toStrictEqual([
+        { id: expect.stringMatching(UUID) },
+        { status: 400, errors: [expect.stringContaining('statusTimestamp')] },
+        { id: expect.stringMatching(UUID) },
+      ]);
+      expect((await rows('recipient = $1 AND correlation_id = ANY($2)', [alice.id, good.map((body) => body.correlationId)])).length).toBe(2);
+    });
+
+    it('fails with exit 1 for an empty array, storing nothing', async () => {
+      const count = await rowCount();
+      expectCliFailure(await cli(['notification:publish', '--file', await writeJson('empty.json', [])]), /1 to 1000 notifications/);
       expect(await rowCount()).toBe(count);
     });
 

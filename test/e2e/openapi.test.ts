@@ -251,6 +251,15 @@ describe('OpenAPI description', () => {
     const raw = (headers: Record<string, string>, body: string) => fetch(notifications, { method: 'POST', headers: { authorization: `Bearer ${publishToken}`, ...headers }, body });
     await answered('post /voyage/notification/v1/notifications', await raw({ 'content-type': 'application/xml' }, '<a/>'));
     await answered('post /voyage/notification/v1/notifications', await raw({ 'content-type': 'application/json' }, JSON.stringify({ pad: 'a'.repeat(70_000) })));
+    const batch = 'post /voyage/notification/v1/notifications/batch';
+    const postBatch = (body: string, token = publishToken, contentType = 'application/json') =>
+      fetch(`${notifications}/batch`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': contentType }, body });
+    await answered(batch, await postBatch(JSON.stringify([validNotification(subscriber.id), { recipient: subscriber.id }])));
+    await answered(batch, await postBatch('{}'));
+    await answered(batch, await postBatch('[]', 'garbage'));
+    await answered(batch, await postBatch('[]', subscribeToken));
+    await answered(batch, await postBatch(JSON.stringify(Array.from({ length: 1001 }, () => ({})))));
+    await answered(batch, await postBatch('<a/>', publishToken, 'application/xml'));
     const history = (query: string, token?: string) => fetch(`${notifications}${query}`, { headers: token ? { authorization: `Bearer ${token}` } : {} });
     await answered('get /voyage/notification/v1/notifications', await history('?since=2026-01-01T00:00:00Z', subscribeToken));
     await answered('get /voyage/notification/v1/notifications', await history('?since=yesterday', subscribeToken));

@@ -2,29 +2,47 @@ import { readFile } from 'node:fs/promises';
 import { Command, CommandRunner, Option } from 'nest-commander';
 import { printJson } from '../../common/cli/output.js';
 import { invalidInput } from '../../common/errors/app-error.js';
-import { validateInput } from '../../common/validation/validate-input.js';
-import { PublishNotificationDto } from '../dto/publish-notification.dto.js';
+import { Env } from '../../config/env.js';
 import { NotificationPublisher } from '../notification-publisher.service.js';
+import { readPublishBody } from '../publish-body.js';
 
-@Command({ name: 'notification:publish', description: 'publish a notification from a JSON file, like POST /voyage/notification/v1/notifications' })
+@Command({
+  name: 'notification:publish',
+  description:
+    'publish a notification from a JSON file, like POST /voyage/notification/v1/notifications; a JSON array publishes each element, like the batch route',
+})
 export class NotificationPublishCommand extends CommandRunner {
-  constructor(private readonly publisher: NotificationPublisher) {
+  constructor(
+    private readonly publisher: NotificationPublisher,
+    private readonly env: Env,
+  ) {
     super();
   }
 
   async run(_args: string[], options: { file: string }): Promise<void> {
-    let body: unknown;
+    let input: unknown;
     try {
-      body = JSON.parse(await readFile(options.file, 'utf8'));
+      input = JSON.parse(await readFile(options.file, 'utf8'));
     } catch (error) {
       throw invalidInput(`cannot read ${options.file} as JSON: ${(error as Error).message}`);
     }
-    // The same rules as the HTTP route's ValidationPipe: unknown fields are dropped, not refused.
-    const dto = await validateInput(PublishNotificationDto, body, { whitelist: true });
-    printJson(await this.publisher.publish(dto, null));
+    if (Array.isArray(input)) return this.publishAll(input);
+    const read = await readPublishBody(input);
+    if ('errors' in read) throw invalidInput(read.errors.join('; '));
+    printJson(await this.publisher.publish(read.body, null));
   }
 
-  @Option({ flags: '--file <path>', description: 'JSON file with the notification fields and recipient', required: true })
+  /** Prints every element's result, as the batch route answers; exit 1 if any element was refused. */
+  private async publishAll(input: unknown[]): Promise<void> {
+    const max = this.env.PUBLISH_BATCH_MAX;
+    if (input.length === 0 || input.length > max) throw invalidInput(`the file must hold 1 to ${max} notifications (PUBLISH_BATCH_MAX), not ${input.length}`);
+    const results = await this.publisher.publishBatch(await Promise.all(input.map(readPublishBody)), null);
+    printJson({ results });
+    const refused = results.filter((result) => 'errors' in result).length;
+    if (refused > 0) throw new Error(`${refused} of ${results.length} notifications were refused (see their errors above); the others were published`);
+  }
+
+  @Option({ flags: '--file <path>', description: 'JSON file with the notification fields and recipient, or an array of them', required: true })
   parseFile(value: string) {
     return value;
   }

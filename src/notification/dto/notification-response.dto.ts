@@ -12,3 +12,24 @@ export class PublishAcceptedDto {
 
 /** A notification as pushed on the stream and listed by the history route: the published fields without `recipient`. */
 export class NotificationMessageDto extends OmitType(PublishNotificationDto, ['recipient'] as const) {}
+
+/** One element's result in a batch: stored (as a single publish answers), or refused. */
+export class BatchElementResultDto {
+  @ApiPropertyOptional({ format: 'uuid', description: 'the stored notification (absent when the element was refused)' })
+  id?: string;
+
+  @ApiPropertyOptional({ enum: [true], description: 'as for a single publish: a repeat, nothing stored or pushed' })
+  duplicate?: true;
+
+  @ApiPropertyOptional({ enum: [400], description: 'present when the element was refused: nothing was stored for it' })
+  status?: 400;
+
+  @ApiPropertyOptional({ type: [String], description: "the element's field errors, as the single route answers them" })
+  errors?: string[];
+}
+
+/** 202 of a batch publish. */
+export class BatchAcceptedDto {
+  @ApiProperty({ type: [BatchElementResultDto], description: 'one result per element, in the order of the request' })
+  results: BatchElementResultDto[];
+}
