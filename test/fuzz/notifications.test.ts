@@ -23,6 +23,8 @@ import { deepMarker, type FuzzRequest, type HeaderValue } from './support/reques
 
 const PATH = '/voyage/notification/v1/notifications';
 const PUBLISH = `POST ${PATH}`;
+const BATCH_PATH = `${PATH}/batch`;
+const BATCH = `POST ${BATCH_PATH}`;
 const HISTORY = `GET ${PATH}`;
 
 /** Seed 001's fields plus recipient; `{{uuid}}` is a fresh UUID per request, so a valid body is a new notification. */
@@ -89,6 +91,22 @@ const publishRequest: fc.Arbitrary<FuzzRequest> = fc
   .tuple(publishBody, publishAuth)
   .map(([body, auth]) => withBody({ route: PUBLISH, method: 'POST', target: PATH, headers: auth === null ? [] : [['Authorization', auth]] }, auth === null ? 'no-token' : 'token', body));
 
+/** A batch: arrays of generated publish bodies (valid, broken, any JSON), or anything that is not such an array. */
+const batchBody = fc.oneof(
+  { weight: 6, arbitrary: fc.array(fc.oneof({ weight: 3, arbitrary: objectAround(VALID, fields) }, { weight: 1, arbitrary: fc.jsonValue() }), { maxLength: 6 }) },
+  { weight: 1, arbitrary: fc.oneof(objectAround(VALID, fields), fc.jsonValue()) },
+  { weight: 1, arbitrary: fc.array(fc.constant({}), { minLength: 1001, maxLength: 1003 }) },
+);
+const batchRequest: fc.Arbitrary<FuzzRequest> = fc
+  .tuple(batchBody, publishAuth)
+  .map(([json, auth]) =>
+    withBody({ route: BATCH, method: 'POST', target: BATCH_PATH, headers: auth === null ? [] : [['Authorization', auth]] }, auth === null ? 'no-token' : 'token', {
+      kind: 'json',
+      contentType: JSON_TYPE,
+      body: { json },
+    }),
+  );
+
 /** A publish is accepted with 202, which stores one notification (or none for a repeat) and nothing else. */
 const publishStores: StoreRule = (_request, outcome) => (outcome.status === 202 ? ['notifications'] : []);
 
@@ -136,6 +154,12 @@ const publishExamples: FuzzRequest[] = [
   publishJson(Object.assign(Object.create(null) as object, JSON.parse('{"__proto__": {"polluted": true}, "constructor": {"prototype": {}}}'), VALID)),
   { ...publishJson(VALID), kind: 'token+form', headers: [['Authorization', 'Bearer {{publish_token}}'], ['Content-Type', 'application/x-www-form-urlencoded']], body: { form: Object.entries(VALID).map(([name, value]): [string, string] => [name, String(value)]) } },
 ];
+const batchExamples: FuzzRequest[] = [
+  deepMarker('array', 5_000),
+  [deepMarker('object', 1_000)],
+  [{ ...VALID, recipient: 'x\0' }, VALID, null, [], 42],
+  [VALID, VALID, { ...VALID, warnings: deepMarker('array', 1_000) }],
+].map((json) => ({ ...publishJson(json, 'token+json'), route: BATCH, target: BATCH_PATH }));
 const historyExamples: FuzzRequest[] = [`${PATH}?since=%00`, `${PATH}?since=2026-01-01T00:00:00Z&since=2026-01-01T00:00:00Z`, `${PATH}?since[$gt]=0`, `${PATH}?since=2026-01-01T00:00:00Z%00`, `${PATH}?since=%FF`].map((target) => ({
   route: HISTORY,
   kind: 'token',
@@ -148,6 +172,8 @@ describe('fuzz: notification routes', () => {
   const fuzz = fuzzFile('notifications');
 
   it('answers any publish below 500, in time, storing only what it accepted', () => fuzz.checkRequests(publishRequest, { stores: publishStores, examples: publishExamples }), TEST_TIMEOUT_MS);
+
+  it('answers any batch publish below 500, in time, storing only what it accepted', () => fuzz.checkRequests(batchRequest, { stores: publishStores, examples: batchExamples }), TEST_TIMEOUT_MS);
 
   it('answers any history request below 500, in time, storing nothing', () => fuzz.checkRequests(historyRequest, { stores: () => [], examples: historyExamples }), TEST_TIMEOUT_MS);
 
