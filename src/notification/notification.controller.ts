@@ -8,7 +8,7 @@ import { BatchAcceptedDto, NotificationMessageDto, PublishAcceptedDto } from './
 import { isCalendarDate, PublishNotificationDto } from './dto/publish-notification.dto.js';
 import { NotificationHistory } from './notification-history.service.js';
 import { NotificationPublisher } from './notification-publisher.service.js';
-import { PUBLISH_BODY_PIPE, readPublishBody } from './publish-body.js';
+import { PublishBodyPipe, readPublishBody } from './publish-body.js';
 
 export const NOTIFICATIONS_ROUTE = 'voyage/notification/v1/notifications';
 /** The batch route reads bodies up to PUBLISH_BATCH_MAX_BYTES (set on the route in app.ts); every other route 64 KiB. */
@@ -40,7 +40,7 @@ export class NotificationController {
   @ApiErrorResponse(413, 'the body is over 64 KiB')
   @ApiErrorResponse(415, 'a media type the service does not read: send application/json')
   @ApiUnavailableResponse()
-  publish(@Body(PUBLISH_BODY_PIPE) body: PublishNotificationDto, @Req() request: AuthenticatedRequest) {
+  publish(@Body(PublishBodyPipe) body: PublishNotificationDto, @Req() request: AuthenticatedRequest) {
     return this.publisher.publish(body, request.token.client_id);
   }
 

@@ -1,9 +1,9 @@
 import { ValidateBy, type ValidationOptions } from 'class-validator';
 
 /** C0 controls, DEL and C1 controls. */
-const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
+export const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
 /** The same, except tab, line feed and carriage return. */
-const CONTROL_EXCEPT_LINE_BREAKS = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/;
+export const CONTROL_EXCEPT_LINE_BREAKS = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/;
 
 /**
  * Checked at validation, so the caller gets a field error and nothing reaches the database: a

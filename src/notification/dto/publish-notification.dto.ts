@@ -4,7 +4,7 @@ import { ArrayMaxSize, IsArray, IsNotEmpty, IsString, IsUUID, MaxLength, Validat
 import { PlainText, StorableText } from '../../common/validation/storable-text.js';
 
 /** RFC 3339 in UTC or with an offset, with milliseconds, as the seed's samples. */
-const RFC3339_MILLIS = /^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])T([01]\d|2[0-3]):[0-5]\d:[0-5]\d\.\d{3}(Z|[+-]([01]\d|2[0-3]):[0-5]\d)$/;
+export const RFC3339_MILLIS = /^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])T([01]\d|2[0-3]):[0-5]\d:[0-5]\d\.\d{3}(Z|[+-]([01]\d|2[0-3]):[0-5]\d)$/;
 const timestampMessage = '$property must be an RFC 3339 timestamp with milliseconds, e.g. 2026-11-21T08:30:00.000Z';
 
 /** RFC 3339 §5.7: the day must exist in its month and year (2026-02-30 is not a date, though Date.parse rolls it over). */
