@@ -5,7 +5,6 @@ import fastifyCookie from '@fastify/cookie';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
-import { LogController } from 'fastify';
 import type { Logger } from 'pino';
 import { AppModule } from './app.module.js';
 import { RequestDeadlineError } from './common/errors/temporarily-unavailable.js';
@@ -14,6 +13,7 @@ import { httpServerFactory } from './common/http/http-server-factory.js';
 import { depthLimitedJsonParser } from './common/http/json-body-parser.js';
 import { answerUpgradesOverHttp } from './common/http/upgrade-fallback.js';
 import { PinoLoggerService } from './common/logging/logger.js';
+import { RequestLogController } from './common/logging/request-log.js';
 import { requestLogger } from './common/logging/request-logger.js';
 import type { Env } from './config/env.js';
 import { VERSION } from './health/version.js';
@@ -35,7 +35,7 @@ export async function createApp(env: Env, databaseUrl: string, logger: Logger): 
   const adapter = new FastifyAdapter({
     loggerInstance: logger,
     childLoggerFactory: requestLogger,
-    logController: new LogController({ disableRequestLogging: !env.LOG_REQUESTS }),
+    logController: new RequestLogController(logger, env.LOG_REQUESTS),
     requestIdHeader: false,
     genReqId: (request: { headers: IncomingHttpHeaders }) => acceptedRequestId(request.headers['x-request-id']) ?? randomUUID(),
     trustProxy: parseTrustProxy(env.TRUST_PROXY),

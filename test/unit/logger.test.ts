@@ -1,6 +1,8 @@
 import { Writable } from 'node:stream';
+import Fastify from 'fastify';
 import { describe, expect, it } from 'vitest';
 import { createRootLogger, PinoLoggerService } from '../../src/common/logging/logger.js';
+import { RequestLogController } from '../../src/common/logging/request-log.js';
 import { requestLogger } from '../../src/common/logging/request-logger.js';
 
 function capture() {
@@ -53,5 +55,39 @@ describe('logging', () => {
     logger.level = 'warn';
     requestLogger(logger, { reqId: 'req-2' }, { level: 'debug' }).debug('route debug');
     expect(lines).toEqual([expect.objectContaining({ level: 'debug', msg: 'route debug', reqId: 'req-2' })]);
+  });
+
+  it('writes one line per request once it is answered: id, method, path without the query, address, status, time', async () => {
+    const { lines, logger } = capture();
+    logger.level = 'info';
+    const app = Fastify({ loggerInstance: logger, logController: new RequestLogController(logger, true) });
+    app.get('/route', async () => 'ok');
+    await app.inject({ url: '/route?state=st4te-secret', headers: { authorization: 'Bearer t0ken-secret' } });
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(lines).toEqual([
+      {
+        level: 'info',
+        time: expect.any(String),
+        service: 'voyage-connect',
+        reqId: expect.any(String),
+        req: { method: 'GET', path: '/route', remoteAddress: '127.0.0.1' },
+        res: { statusCode: 200 },
+        responseTime: expect.any(Number),
+        msg: 'request completed',
+      },
+    ]);
+    expect(JSON.stringify(lines)).not.toMatch(/secret/);
+    await app.close();
+  });
+
+  it('writes no request lines when request logging is off', async () => {
+    const { lines, logger } = capture();
+    logger.level = 'info';
+    const app = Fastify({ loggerInstance: logger, logController: new RequestLogController(logger, false) });
+    app.get('/route', async () => 'ok');
+    await app.inject('/route');
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(lines).toEqual([]);
+    await app.close();
   });
 });
