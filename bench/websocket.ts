@@ -3,12 +3,17 @@
  * where there is an anchor. Server (and our embedded PostgreSQL) on CPU 0, load generator on CPU 1.
  *
  *   npm run build   # once: dist/ must exist
- *   npx tsx bench/websocket.ts [--runs 3] [--only idle,push,replay] [--quick]
+ *   npx tsx bench/websocket.ts [--runs 3] [--only idle,push,batch,replay,fleet] [--quick]
  *       [--steps 1000,5000,10000,19000] [--settle 3]
  *       [--push-rates 10000] [--push-conns 1000] [--push-subscribers 1000] [--push-duration 10] [--push-warmup 2] [--push-inflight 256]
- *       [--replay-counts 1000,5000,10000,20000] [--clean-max 10] [--quiet-wait 60]
+ *       [--batch-size 100] [--batch-rates 20000]
+ *       [--replay-counts 1000,5000,10000,20000]
+ *       [--fleet-sizes 1,2,4] [--fleet-rate 20000]
+ *       [--notify-conns 20] [--notify-duration 5] [--notify-listeners 0,1,4]
+ *       [--clean-max 10] [--quiet-wait 60]
  *
- * --quick: one run, 1k idle connections, 3 s of push, a 1k replay (a smoke test, not a result).
+ * --quick: one run, 1k idle connections, 3 s of push, a 1k replay, 2 s per NOTIFY probe variant
+ * (a smoke test, not a result). --only notify runs the NOTIFY probe alone; fleet runs it too.
  *
  * 5 idle:   a fresh server per run; the load generator (bench/lib/ws-load.ts, 2 processes: the fd
  *           limit is per process) opens 100 connections and closes them (warm-up), waits, reads
@@ -18,8 +23,30 @@
  *           HTTP publisher at each rate (at most --push-inflight in flight), latency from publish
  *           request sent to message received, loss = 202'd notifications not received.
  *           anchor: ws-load.mjs --mode fanout with the same connections, rate and duration.
+ * 6b batch: as 6, on the same service and fixtures (when both run), but one request to the batch
+ *           route per --batch-size due notifications, each element to the next subscriber; an
+ *           element counts as accepted when the request was 202 and its result has an id.
+ *           Latency per notification, from its request sent (batching delays a notification by
+ *           up to batch/rate before that); --push-inflight counts requests. Anchor as in 6, at the
+ *           same notification rate.
  * 7 replay: a fresh service per run and N; N notifications bulk-inserted for a client that never
  *           connected, then one connection; time until all N arrived in order, server RSS growth.
+ * 8 fleet:  1, 2 and 4 instances (--fleet-sizes) on one PostgreSQL: the first instance starts it
+ *           (its cluster prepared with pg_stat_statements preloaded, see bench/lib/pg-cluster.ts),
+ *           the others get its DATABASE_URL (and DATA_DIRs of their own, which stay empty). The
+ *           --push-conns connections spread round-robin over the instances and the batch publishes
+ *           (--batch-size per request, --fleet-rate offered) go round-robin too, so most pushes
+ *           cross instances through NOTIFY. Every instance is pinned to CPU 0 with PostgreSQL, as
+ *           everything measured in this suite is: on this 2-core machine a fleet cannot add CPU,
+ *           so the figure is what fanning out across instances costs, not how it scales. Reported:
+ *           delivered/s, p99, lost, CPU of all node instances and of PostgreSQL in the window,
+ *           PostgreSQL's exec time split (pg_stat_statements) and CPU per application_name.
+ *           The instances share one public URL (API_URL, IDENTITY_URL), as behind a load
+ *           balancer, so a token any of them issued is good at all; the cluster allows 200
+ *           connections (four pools of 20 and their listeners come close to the default 100).
+ * NOTIFY probe (bench/load/notify-probe.ts): a fresh PostgreSQL on CPU 0, no service; --notify-conns
+ *           connections loop BEGIN; INSERT; NOTIFY; COMMIT (with 0, 1 and 4 listeners draining) and
+ *           the same without NOTIFY: commits/s each, and the ratio.
  *
  * Ours and the anchor alternate (ours first on even runs); every measured run first waits for a
  * quiet machine, and one in which other processes used ≥ --clean-max % of a core is disturbed and
@@ -31,14 +58,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { Snapshot } from './sysmon-types.js';
+import { withDatabase } from './lib/fixtures.js';
 import { ANCHORS, anchorServer, loadOnCpu1, machine, ROOT, type RunningService, startService, sysmon } from './lib/harness.js';
+import { FLEET_SERVER_SETTINGS, prepareCluster, startBareDatabase } from './lib/pg-cluster.js';
 import { ANCHOR_WS_AUTH, median, type PushFixtures, round, STREAM_PATH } from './lib/ws-common.js';
 import { clientToken, clientTokens, cloneClients, createPublisher, createSubscriber, insertBacklog } from './lib/ws-fixtures.js';
 
 const { values } = parseArgs({
   options: {
     runs: { type: 'string' },
-    only: { type: 'string', default: 'idle,push,replay' },
+    only: { type: 'string', default: 'idle,push,batch,replay,fleet' },
     quick: { type: 'boolean', default: false },
     steps: { type: 'string' },
     settle: { type: 'string' },
@@ -48,7 +77,14 @@ const { values } = parseArgs({
     'push-duration': { type: 'string' },
     'push-warmup': { type: 'string' },
     'push-inflight': { type: 'string', default: '256' },
+    'batch-size': { type: 'string', default: '100' },
+    'batch-rates': { type: 'string', default: '20000' },
     'replay-counts': { type: 'string' },
+    'fleet-sizes': { type: 'string', default: '1,2,4' },
+    'fleet-rate': { type: 'string', default: '20000' },
+    'notify-conns': { type: 'string', default: '20' },
+    'notify-duration': { type: 'string' },
+    'notify-listeners': { type: 'string', default: '0,1,4' },
     'clean-max': { type: 'string', default: '10' },
     'quiet-wait': { type: 'string' },
   },
@@ -66,7 +102,14 @@ const settings = {
   pushDurationS: Number(values['push-duration'] ?? (quick ? 3 : 10)),
   pushWarmupS: Number(values['push-warmup'] ?? (quick ? 1 : 2)),
   pushInflight: Number(values['push-inflight']),
+  batchSize: Number(values['batch-size']),
+  batchRates: numbers(values['batch-rates']!),
   replayCounts: numbers(values['replay-counts'] ?? (quick ? '1000' : '1000,5000,10000,20000')),
+  fleetSizes: numbers(values['fleet-sizes']!),
+  fleetRate: Number(values['fleet-rate']),
+  notifyConns: Number(values['notify-conns']),
+  notifyDurationS: Number(values['notify-duration'] ?? (quick ? 2 : 5)),
+  notifyListeners: values['notify-listeners']!,
   cleanMaxPct: Number(values['clean-max']),
   quietWaitS: Number(values['quiet-wait'] ?? (quick ? 10 : 60)),
 };
@@ -76,6 +119,14 @@ type RunResult = Record<string, any> & { error?: string; clean?: boolean };
 type Side = 'ours' | 'anchor';
 type SideRuns = Record<Side, RunResult[]>;
 type Monitor = Awaited<ReturnType<typeof sysmon>>;
+interface Raw {
+  idle?: SideRuns;
+  push?: Record<number, SideRuns>;
+  batch?: Record<number, SideRuns>;
+  replay?: Record<number, RunResult[]>;
+  fleet?: Record<number, RunResult[]>;
+  notify?: RunResult[];
+}
 
 /** The stops of everything running now, so a failure or Ctrl-C still ends it all. */
 const running = new Set<() => Promise<void>>();
@@ -84,10 +135,13 @@ async function main() {
   if (!existsSync(join(ROOT, 'dist/main.js'))) throw new Error('dist/main.js is missing: run `npm run build` first');
   if (settings.pushConns % settings.pushSubscribers !== 0) throw new Error('--push-conns must be a multiple of --push-subscribers');
   const monitor = await sysmon();
-  const raw: { idle?: SideRuns; push?: Record<number, SideRuns>; replay?: Record<number, RunResult[]> } = {};
-  if (settings.only.includes('idle')) raw.idle = await idleScenario(monitor);
-  if (settings.only.includes('push')) raw.push = await pushScenario(monitor);
-  if (settings.only.includes('replay')) raw.replay = await replayScenario(monitor);
+  const only = (name: string) => settings.only.includes(name);
+  const raw: Raw = {};
+  if (only('idle')) raw.idle = await idleScenario(monitor);
+  if (only('push') || only('batch')) Object.assign(raw, await pushScenario(monitor, { single: only('push'), batch: only('batch') }));
+  if (only('replay')) raw.replay = await replayScenario(monitor);
+  if (only('fleet')) raw.fleet = await fleetScenario(monitor);
+  if (only('fleet') || only('notify')) raw.notify = await notifyScenario(monitor);
   report(raw);
 }
 
@@ -127,29 +181,38 @@ async function idleAnchor(monitor: Monitor) {
   );
 }
 
-// ------------------------------------------------------------------ scenario 6: publish -> push
+// ------------------------------------------------------------------ scenarios 6 and 6b: publish -> push
 
-async function pushScenario(monitor: Monitor): Promise<Record<number, SideRuns>> {
-  const byRate: Record<number, SideRuns> = Object.fromEntries(settings.pushRates.map((rate) => [rate, { ours: [], anchor: [] }]));
-  // One service for every push run: setting up a thousand subscribers costs more than a run.
+/** 6 (single route) and 6b (batch route) share one service: setting up a thousand subscribers costs more than a run. */
+async function pushScenario(monitor: Monitor, which: { single: boolean; batch: boolean }): Promise<Pick<Raw, 'push' | 'batch'>> {
+  const raw: Pick<Raw, 'push' | 'batch'> = {};
   await withServer(startService({ WS_MAX_CONNECTIONS: String(settings.pushConns + 100) }), async (service) => {
     const folder = mkdtempSync(join(tmpdir(), 'ws-bench-'));
     try {
       const fixturesFile = join(folder, 'push.json');
       writeFileSync(fixturesFile, JSON.stringify(await pushFixtures(service)));
-      for (let run = 0; run < settings.runs; run++) {
-        for (const rate of settings.pushRates) {
-          for (const side of sidesFor(run)) {
-            const result = side === 'ours' ? await pushOurs(monitor, service, fixturesFile, rate) : await pushAnchor(monitor, rate);
-            byRate[rate][side].push(result);
-            progress(`push ${rate}/s`, side, run, result, result.latency_ms ? `${result.delivered_msgs_per_s} msgs/s, p99 ${result.latency_ms.p99} ms` : undefined);
-          }
-        }
-      }
+      if (which.single) raw.push = await pushRuns(monitor, service, fixturesFile, settings.pushRates, 1);
+      if (which.batch) raw.batch = await pushRuns(monitor, service, fixturesFile, settings.batchRates, settings.batchSize);
     } finally {
       rmSync(folder, { recursive: true, force: true });
     }
   });
+  return raw;
+}
+
+/** Each rate, ours and the anchor alternating, --runs times; `batch` notifications per publish request. */
+async function pushRuns(monitor: Monitor, service: RunningService, fixturesFile: string, rates: number[], batch: number): Promise<Record<number, SideRuns>> {
+  const byRate: Record<number, SideRuns> = Object.fromEntries(rates.map((rate) => [rate, { ours: [], anchor: [] }]));
+  const what = batch > 1 ? `batch ${batch}/request` : 'push';
+  for (let run = 0; run < settings.runs; run++) {
+    for (const rate of rates) {
+      for (const side of sidesFor(run)) {
+        const result = side === 'ours' ? await pushOurs(monitor, service, fixturesFile, rate, batch) : await pushAnchor(monitor, rate);
+        byRate[rate][side].push(result);
+        progress(`${what} ${rate}/s`, side, run, result, result.latency_ms ? `${result.delivered_msgs_per_s} msgs/s, p99 ${result.latency_ms.p99} ms` : undefined);
+      }
+    }
+  }
   return byRate;
 }
 
@@ -170,8 +233,8 @@ async function pushFixtures(service: RunningService): Promise<PushFixtures> {
 /** Same offered rate, warm-up and window for ours and the anchor. */
 const pushTiming = (rate: number) => ['--rate', String(rate), '--duration', String(settings.pushDurationS), '--warmup', String(settings.pushWarmupS)];
 
-function pushOurs(monitor: Monitor, service: RunningService, fixturesFile: string, rate: number) {
-  const args = ['--mode', 'push', '--fixtures', fixturesFile, '--server-pid', String(service.pid), '--inflight', String(settings.pushInflight), ...pushTiming(rate)];
+function pushOurs(monitor: Monitor, service: RunningService, fixturesFile: string, rate: number, batch: number) {
+  const args = ['--mode', 'push', '--fixtures', fixturesFile, '--server-pid', String(service.pid), '--inflight', String(settings.pushInflight), '--batch', String(batch), ...pushTiming(rate)];
   return measured(monitor, ourLoad(args), ROOT, service);
 }
 
@@ -205,6 +268,86 @@ async function replayScenario(monitor: Monitor): Promise<Record<number, RunResul
     }
   }
   return byCount;
+}
+
+// ------------------------------------------------------------------ scenario 8: a fleet on one PostgreSQL
+
+async function fleetScenario(monitor: Monitor): Promise<Record<number, RunResult[]>> {
+  const bySize: Record<number, RunResult[]> = Object.fromEntries(settings.fleetSizes.map((size) => [size, []]));
+  // One public address for the whole fleet, as behind a load balancer: tokens name it as their
+  // issuer and audience, so a token one instance issued is good at every other.
+  const publicUrl = 'http://localhost:8080';
+  const env = { WS_MAX_CONNECTIONS: String(settings.pushConns + 100), API_URL: publicUrl, IDENTITY_URL: publicUrl, FRONTEND_URL: publicUrl };
+  // The first instance's DATA_DIR, its cluster made beforehand so pg_stat_statements is loaded when the service starts it.
+  const dataDir = mkdtempSync(join(tmpdir(), 'ws-fleet-'));
+  const folder = mkdtempSync(join(tmpdir(), 'ws-bench-'));
+  try {
+    await prepareCluster(dataDir, FLEET_SERVER_SETTINGS);
+    await withServer(startService({ ...env, DATA_DIR: dataDir }), async (first) => {
+      await withDatabase(first, (db) => db.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements'));
+      const fixtures = await pushFixtures(first);
+      for (const size of settings.fleetSizes) {
+        // Only this size's instances run: an idle extra one would still hear every NOTIFY.
+        await withFleet(first, size - 1, env, async (others) => {
+          const fixturesFile = join(folder, `fleet-${size}.json`);
+          writeFileSync(fixturesFile, JSON.stringify({ ...fixtures, bases: [first.base, ...others.map((other) => other.base)] }));
+          for (let run = 0; run < settings.runs; run++) {
+            const result = await fleetRun(monitor, first, others, fixturesFile);
+            bySize[size].push(result);
+            const summary = result.latency_ms && `${result.delivered_msgs_per_s} msgs/s, p99 ${result.latency_ms.p99} ms, node ${result.servers_cpu_pct_of_core}%, PostgreSQL ${result.database?.pg_cpu_pct_of_core}%`;
+            progress(`fleet of ${size}`, 'ours', run, result, summary);
+          }
+        });
+      }
+    });
+  } finally {
+    rmSync(folder, { recursive: true, force: true });
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+  return bySize;
+}
+
+/** `count` more instances on the first one's PostgreSQL (DATABASE_URL set: they start no server of their own), stopped after `use`. */
+async function withFleet<R>(first: RunningService, count: number, env: Record<string, string>, use: (others: RunningService[]) => Promise<R>): Promise<R> {
+  const others: RunningService[] = [];
+  try {
+    for (let index = 0; index < count; index++) {
+      const other = await startService({ ...env, DATABASE_URL: first.databaseUrl });
+      running.add(other.stop);
+      others.push(other);
+    }
+    return await use(others);
+  } finally {
+    for (const other of others) running.delete(other.stop);
+    await Promise.all(others.map((other) => other.stop()));
+  }
+}
+
+function fleetRun(monitor: Monitor, first: RunningService, others: RunningService[], fixturesFile: string) {
+  const args = ['--mode', 'push', '--fixtures', fixturesFile, '--server-pid', String(first.pid), '--inflight', String(settings.pushInflight)];
+  if (others.length) args.push('--server-pids', others.map((other) => other.pid).join(','));
+  args.push('--pg-url', first.databaseUrl, '--pg-pid', String(first.postmaster), '--batch', String(settings.batchSize), ...pushTiming(settings.fleetRate));
+  return measured(monitor, ourLoad(args), ROOT, first);
+}
+
+// ------------------------------------------------------------------ NOTIFY probe: PostgreSQL alone
+
+/** A fresh PostgreSQL (no service, nobody else LISTENing) on CPU 0; the probe on CPU 1. */
+async function notifyScenario(monitor: Monitor): Promise<RunResult[]> {
+  return withServer(startBareDatabase(), async (database) => {
+    const runs: RunResult[] = [];
+    for (let run = 0; run < settings.runs; run++) {
+      const args = ['--import', 'tsx', join(ROOT, 'bench/load/notify-probe.ts'), '--url', database.url, '--pg-pid', String(database.postmaster)];
+      args.push('--conns', String(settings.notifyConns), '--duration', String(settings.notifyDurationS), '--listeners', settings.notifyListeners);
+      const result = await measured(monitor, args, ROOT, database);
+      // The probe's backends exit with it, between the snapshots measured() takes: its own per-variant figures count.
+      result.database_cpu_pct_of_core = null;
+      runs.push(result);
+      const summary = result.variants && (result.variants as { name: string; commits_per_s: number }[]).map((v) => `${v.name} ${v.commits_per_s}/s`).join(', ');
+      progress('notify probe', 'ours', run, result, summary);
+    }
+    return runs;
+  });
 }
 
 // ------------------------------------------------------------------ running things
@@ -316,21 +459,42 @@ function idleRows(runs: SideRuns): Row[] {
   return rows;
 }
 
-function pushRows(byRate: Record<number, SideRuns>): Row[] {
+/** What a publish → push row is called, its target and whether the medians meet it. */
+interface PushRowKind {
+  scenario: (rate: number) => string;
+  target: string;
+  met: (delivered: number, p99: number, maxLost: number | undefined, ratio: number | null) => boolean;
+}
+
+const SINGLE_PUSH: PushRowKind = {
+  scenario: (rate) => `6 publish → push, ${rate.toLocaleString('en')}/s offered, ${settings.pushConns.toLocaleString('en')} conns`,
+  target: '≥ 10,000/s, p99 ≤ 50 ms, 0 lost',
+  met: (delivered, p99, maxLost) => delivered >= 10_000 && p99 <= 50 && maxLost === 0,
+};
+
+const BATCH_PUSH: PushRowKind = {
+  scenario: (rate) => `6b batch publish (${settings.batchSize}/request) → push, ${rate.toLocaleString('en')}/s offered, ${settings.pushConns.toLocaleString('en')} conns`,
+  target: '≥ 20,000/s delivered, p99 ≤ 100 ms, 0 lost, ≥ 1.0× bare ws',
+  met: (delivered, p99, maxLost, ratio) => delivered >= 20_000 && p99 <= 100 && maxLost === 0 && ratio !== null && ratio >= 1.0,
+};
+
+function pushRows(byRate: Record<number, SideRuns>, kind: PushRowKind): Row[] {
   return Object.entries(byRate).map(([rate, runs]) => {
     const delivered = (side: Side) => figure(runs[side], (run) => run.delivered_msgs_per_s);
     const p99 = (side: Side) => figure(runs[side], (run) => run.latency_ms?.p99);
     const lost = (side: Side) => figure(runs[side], (run) => run.lost ?? run.lost_or_late);
     const published = figure(runs.ours, (run) => run.publish_rate_achieved);
+    const requests = figure(runs.ours, (run) => run.requests_per_s);
     const ratio = delivered('ours').median && delivered('anchor').median ? delivered('ours').median! / delivered('anchor').median! : null;
     const cell = (side: Side) => `${show(delivered(side), 0, '/s')} delivered; p99 ${show(p99(side), 1, ' ms')}; lost ${show(lost(side))}`;
+    const batched = kind === BATCH_PUSH ? `; ${settings.batchSize}/request, ${show(requests, 0, ' requests/s')}` : '';
     return {
-      scenario: `6 publish → push, ${Number(rate).toLocaleString('en')}/s offered, ${settings.pushConns.toLocaleString('en')} conns`,
-      ours: `${cell('ours')}; published ${show(published, 0, '/s')}`,
+      scenario: kind.scenario(Number(rate)),
+      ours: `${cell('ours')}; published ${show(published, 0, '/s')}${batched}`,
       anchor: cell('anchor'),
       ratio,
-      target: '≥ 10,000/s, p99 ≤ 50 ms, 0 lost',
-      met: (delivered('ours').median ?? 0) >= 10_000 && (p99('ours').median ?? Infinity) <= 50 && lost('ours').max === 0,
+      target: kind.target,
+      met: kind.met(delivered('ours').median ?? 0, p99('ours').median ?? Infinity, lost('ours').max, ratio),
       clean: `${cleanOf(runs.ours)}, ${cleanOf(runs.anchor)}`,
     };
   });
@@ -356,8 +520,64 @@ function replayRows(byCount: Record<number, RunResult[]>): Row[] {
   });
 }
 
-function report(raw: { idle?: SideRuns; push?: Record<number, SideRuns>; replay?: Record<number, RunResult[]> }) {
-  const rows = [...(raw.idle ? idleRows(raw.idle) : []), ...(raw.push ? pushRows(raw.push) : []), ...(raw.replay ? replayRows(raw.replay) : [])];
+/** One row per fleet size: the delivery figures, and where CPU and PostgreSQL's time went. */
+function fleetRows(bySize: Record<number, RunResult[]>): Row[] {
+  return Object.entries(bySize).map(([size, runs]) => {
+    const delivered = figure(runs, (run) => run.delivered_msgs_per_s);
+    const p99 = figure(runs, (run) => run.latency_ms?.p99);
+    const lost = figure(runs, (run) => run.lost);
+    const nodeCpu = figure(runs, (run) => run.servers_cpu_pct_of_core);
+    const pgCpu = figure(runs, (run) => run.database?.pg_cpu_pct_of_core);
+    const share = (key: string) => figure(runs, (run) => run.database?.statements?.[key]);
+    const appCpu = (name: string) => figure(runs, (run) => run.database?.cpu_by_application?.[name]?.cpu_pct_of_core ?? 0);
+    const instances = `${size} instance${size === '1' ? '' : 's'}`;
+    return {
+      scenario: `8 fleet of ${instances} on one PostgreSQL, batch publish (${settings.batchSize}/request) at ${settings.fleetRate.toLocaleString('en')}/s offered, ${settings.pushConns.toLocaleString('en')} conns, all on CPU 0`,
+      ours: [
+        `${show(delivered, 0, '/s')} delivered; p99 ${show(p99, 1, ' ms')}; lost ${show(lost)}`,
+        `CPU: node (all instances) ${show(nodeCpu, 0, '%')}, PostgreSQL ${show(pgCpu, 0, '%')} of a core`,
+        `PostgreSQL CPU: pools ${show(appCpu('voyage-connect'), 0, '%')}, listeners ${show(appCpu('voyage-connect-listener'), 0, '%')}, walwriter ${show(appCpu('walwriter'), 0, '%')}`,
+        `PostgreSQL exec time: publish statements ${show(share('publish_share_pct'), 0, '%')}, delivery reads ${show(share('delivery_reads_share_pct'), 0, '%')}, BEGIN/COMMIT ${show(share('transaction_control_share_pct'), 0, '%')}`,
+      ].join('; '),
+      anchor: '—',
+      ratio: null,
+      target: '— (one CPU shared: the cost of fan-out across instances, not scaling)',
+      met: null,
+      clean: cleanOf(runs),
+    };
+  });
+}
+
+/** One row per probe variant; the ratio column is commits/s with NOTIFY over without. */
+function notifyRows(runs: RunResult[]): Row[] {
+  type Variant = { name: string; notify: boolean; commits_per_s: number; ratio_to_plain?: number; latency_ms: { p99: number }; database_cpu_pct_of_core: number };
+  const names = (counted(runs)[0]?.variants as Variant[] | undefined)?.map((variant) => variant.name) ?? [];
+  return names.map((name) => {
+    const of = (run: RunResult) => (run.variants as Variant[] | undefined)?.find((variant) => variant.name === name);
+    const rate = figure(runs, (run) => of(run)?.commits_per_s);
+    const p99 = figure(runs, (run) => of(run)?.latency_ms.p99);
+    const ratio = figure(runs, (run) => of(run)?.ratio_to_plain);
+    return {
+      scenario: `NOTIFY probe (PostgreSQL alone, ${settings.notifyConns} conns): BEGIN; INSERT; ${name.startsWith('notify') ? 'NOTIFY; ' : ''}COMMIT — ${name}`,
+      ours: `${show(rate, 0, ' commits/s')}; p99 ${show(p99, 1, ' ms')}; PostgreSQL ${show(figure(runs, (run) => of(run)?.database_cpu_pct_of_core), 0, '%')} of a core`,
+      anchor: '—',
+      ratio: ratio.median ?? null,
+      target: '— (ratio: with NOTIFY / without)',
+      met: null,
+      clean: cleanOf(runs),
+    };
+  });
+}
+
+function report(raw: Raw) {
+  const rows = [
+    ...(raw.idle ? idleRows(raw.idle) : []),
+    ...(raw.push ? pushRows(raw.push, SINGLE_PUSH) : []),
+    ...(raw.batch ? pushRows(raw.batch, BATCH_PUSH) : []),
+    ...(raw.replay ? replayRows(raw.replay) : []),
+    ...(raw.fleet ? fleetRows(raw.fleet) : []),
+    ...(raw.notify ? notifyRows(raw.notify) : []),
+  ];
   const stamp = new Date().toISOString().replace(/[:.]/g, '-');
   mkdirSync(join(ROOT, 'bench/results'), { recursive: true });
   const file = join(ROOT, `bench/results/ws-${stamp}.json`);

@@ -26,7 +26,9 @@ export const pinned = (cpu: string, args: string[]) => ['taskset', ['-c', cpu, p
 export type RunningService = Awaited<ReturnType<typeof startService>>;
 
 /**
- * Our service, built, pinned to CPU 0 with its embedded PostgreSQL (which inherits the pinning).
+ * Our service, built, pinned to CPU 0 with its embedded PostgreSQL (which inherits the pinning),
+ * with the shipped logging defaults; its log lines (stdout) go to /dev/null, as a pipe drained by
+ * a log shipper would take them.
  * BENCH_CPU_PROF=<dir> makes it write a V8 CPU profile there when it stops (`node --cpu-prof`).
  */
 export async function startService(extraEnv: Record<string, string> = {}, nodeArgs: string[] = []) {
@@ -40,34 +42,49 @@ export async function startService(extraEnv: Record<string, string> = {}, nodeAr
     EMBEDDED_PG_PORT: String(await freePort()),
     PORT: String(port),
     HOST: '127.0.0.1',
-    LOG_LEVEL: 'warn',
-    LOG_REQUESTS: 'false',
+    // The shipped defaults, as operators run it: info level, one log line per request.
+    LOG_LEVEL: 'info',
+    LOG_REQUESTS: 'true',
     ...extraEnv,
   };
   const [bin, args] = pinned(SERVER_CPU, [...nodeArgs, join(ROOT, 'dist/main.js')]);
   const child = spawn(bin, args, { env, stdio: ['ignore', 'ignore', 'inherit'] });
   const base = `http://127.0.0.1:${port}`;
   await waitFor(`${base}/health`, 200);
-  const credentials = JSON.parse(readFileSync(join(dataDir, 'embedded-postgres.json'), 'utf8')) as { user: string; password: string };
-  const postmaster = Number(readFileSync(join(dataDir, 'postgres/postmaster.pid'), 'utf8').split('\n')[0]);
+  const { databaseUrl, postmaster } = extraEnv.DATABASE_URL ? { databaseUrl: extraEnv.DATABASE_URL, postmaster: undefined } : embeddedDatabase(env.DATA_DIR, env.EMBEDDED_PG_PORT);
   return {
     base,
     pid: child.pid!,
-    /** The service's own database, for fixtures a benchmark needs in bulk. */
-    databaseUrl: `postgres://${credentials.user}:${encodeURIComponent(credentials.password)}@127.0.0.1:${env.EMBEDDED_PG_PORT}/voyage_connect`,
+    /** The service's database, for fixtures a benchmark needs in bulk. */
+    databaseUrl,
+    /** The embedded PostgreSQL's postmaster; undefined with a DATABASE_URL (that server is someone else's). */
+    postmaster,
     /** Runs the admin CLI beside the service and returns its JSON output. */
     cli: async (...cliArgs: string[]) => JSON.parse((await run(process.execPath, [join(ROOT, 'dist/cli.js'), ...cliArgs], { env })).stdout),
     /** CPU (% of one core) the service's PostgreSQL (postmaster and its backends) used between two snapshots. */
     databaseCpuPct: (a: Snapshot, b: Snapshot) => {
+      if (postmaster === undefined) return 0;
       const ticks = (snap: Snapshot) =>
         [...snap.procs.values()].filter((proc) => proc.pid === postmaster || proc.ppid === postmaster).reduce((sum, proc) => sum + proc.ticks, 0);
       return Math.round(((ticks(b) - ticks(a)) / CLK_TCK / ((b.t - a.t) / 1000)) * 1000) / 10;
     },
     stop: async () => {
       await stopChild(child);
+      // A DATA_DIR passed in extraEnv is the caller's to remove.
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * The URL and postmaster of the PostgreSQL the service started under `dataDir`. With DATABASE_URL
+ * the service starts none (src/database/database-server.ts), so a second instance given the first
+ * one's URL shares its server; its own DATA_DIR then stays empty.
+ */
+function embeddedDatabase(dataDir: string, port: string) {
+  const credentials = JSON.parse(readFileSync(join(dataDir, 'embedded-postgres.json'), 'utf8')) as { user: string; password: string };
+  const postmaster = Number(readFileSync(join(dataDir, 'postgres/postmaster.pid'), 'utf8').split('\n')[0]);
+  return { databaseUrl: `postgres://${credentials.user}:${encodeURIComponent(credentials.password)}@127.0.0.1:${port}/voyage_connect`, postmaster };
 }
 
 /** An anchor server from ../shared/anchors on CPU 0, ready when it prints `"ready":true`. */

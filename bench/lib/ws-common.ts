@@ -4,7 +4,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 
 /** Path of our service's notification stream (CONTRACT.md, notification service #1). */
 export const STREAM_PATH = '/voyage/notification/v1/ws/products';
@@ -14,6 +14,8 @@ export const ANCHOR_WS_AUTH = 'Bearer anchor-ws-token';
 /** What the push load generator needs from our service (written to a file by bench/websocket.ts). */
 export interface PushFixtures {
   base: string;
+  /** A fleet's instances (scenario 8): connections and publish requests go round-robin over them; absent, `base` alone. */
+  bases?: string[];
   /** Bearer token with notification:publish. */
   publishToken: string;
   subscribers: { clientId: string; token: string }[];
@@ -54,6 +56,21 @@ export function cpuSeconds(pid: number): number {
   } catch {
     return Number.NaN;
   }
+}
+
+/** Direct children of a process, from /proc. */
+export function childrenOf(parent: number): number[] {
+  const children: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === parent) children.push(Number(entry));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return children;
 }
 
 /** Epoch milliseconds with sub-millisecond resolution. */

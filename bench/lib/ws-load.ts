@@ -6,8 +6,14 @@
  *       Holds connections in --procs child processes (the fd limit is per process), growing through
  *       --steps; after each step and --settle seconds reads the server's VmRSS from /proc.
  *   --mode push   --fixtures F.json --server-pid P --rate R [--duration 10] [--warmup 2] [--inflight 256] [--drain 10]
+ *                 [--batch 1] [--server-pids P2,P3] [--pg-url URL --pg-pid PM]
  *       Our service only: stream connections from the fixtures, an open-loop HTTP publisher at R/s
  *       (at most --inflight requests in flight), latency from publish request sent to message received.
+ *       --batch N > 1: one request to the batch route every N due notifications, each element to the
+ *       next subscriber; an element counts as accepted when the request was 202 and its result has an id.
+ *       Fixtures with `bases` (a fleet): connections and requests round-robin over the instances;
+ *       --server-pids adds the other instances to the node CPU figure; --pg-url/--pg-pid measure the
+ *       shared PostgreSQL in the window (bench/lib/pg-stats.ts; needs pg_stat_statements).
  *   --mode replay --url WS --auth A --count N --server-pid P [--warmup-auth A2 --warmup-count M]
  *       One connection whose client has N stored notifications: time until all arrived, server RSS sampled.
  */
@@ -18,6 +24,7 @@ import http from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import WebSocket from 'ws';
+import { PG_STATS_METHOD, PgStats } from './pg-stats.js';
 import { benchNotification, cpuSeconds, mb, now, percentile, type PushFixtures, round, sleep, STREAM_PATH, vmRss } from './ws-common.js';
 
 const { values: opt } = parseArgs({
@@ -38,6 +45,10 @@ const { values: opt } = parseArgs({
     warmup: { type: 'string', default: '2' },
     inflight: { type: 'string', default: '256' },
     drain: { type: 'string', default: '10' },
+    batch: { type: 'string', default: '1' },
+    'server-pids': { type: 'string' },
+    'pg-url': { type: 'string' },
+    'pg-pid': { type: 'string' },
     count: { type: 'string', default: '1000' },
     'warmup-auth': { type: 'string' },
     'warmup-count': { type: 'string', default: '0' },
@@ -250,9 +261,18 @@ interface Published {
   received: number;
 }
 
+/** One element of a publish request: to whom, and the id the pushed message is recognised by. */
+interface Element {
+  recipient: string;
+  correlationId: string;
+  entry: Published;
+}
+
 async function push() {
   const fixtures = JSON.parse(readFileSync(opt.fixtures!, 'utf8')) as PushFixtures;
+  const bases = fixtures.bases ?? [fixtures.base];
   const rate = Number(opt.rate);
+  const batch = Math.max(1, Number(opt.batch));
   const inflightCap = Number(opt.inflight);
   const published = new Map<string, Published>();
   const latencies: number[] = [];
@@ -268,44 +288,62 @@ async function push() {
     if (received >= window[0] && received < window[1]) deliveredInWindow++;
     if (entry.inWindow) latencies.push(received - entry.sentAt);
   };
-  const streamUrl = `${fixtures.base.replace(/^http/, 'ws')}${STREAM_PATH}`;
-  const sockets = await openStreams(streamUrl, fixtures, onMessage);
-  const publisher = new Publisher(fixtures.base, fixtures.publishToken, inflightCap);
+  const { sockets, retried } = await openStreams(bases, fixtures, onMessage);
+  const publishers = new Publishers(bases, fixtures.publishToken, inflightCap, batch);
+  const pgStats = opt['pg-url'] ? new PgStats(opt['pg-url'], Number(opt['pg-pid'])) : undefined;
+  await pgStats?.connect();
+  const serverPids = [SERVER_PID, ...(opt['server-pids'] ? opt['server-pids'].split(',').map(Number) : [])];
+  const serversCpu = () => serverPids.reduce((sum, pid) => sum + cpuSeconds(pid), 0);
   try {
     const t0 = now() + 100;
     window = [t0 + Number(opt.warmup) * 1000, t0 + (Number(opt.warmup) + Number(opt.duration)) * 1000];
-    const cpu0 = { at: 0, server: 0, self: process.cpuUsage() };
+    const cpu0 = { at: 0, server: 0, servers: 0, self: process.cpuUsage() };
     const lags: number[] = [];
     let seq = 0;
     let sentInWindow = 0;
+    let requestsInWindow = 0;
     let acceptedInWindow = 0;
     const statuses: Record<string, number> = {};
+    const elementOutcomes = { accepted: 0, refused: 0, unanswered: 0 };
 
     let stopped = false;
-    /** Sends what is due (open loop), as long as fewer than --inflight requests are outstanding; nothing after the window. */
+    /**
+     * Sends what is due (open loop), a request per --batch due notifications, as long as fewer
+     * than --inflight requests are outstanding; nothing after the window.
+     */
     const sendDue = () => {
       const t = now();
       if (stopped || t >= window[1]) return;
       const due = Math.floor(((t - t0) * rate) / 1000);
-      while (seq < due && publisher.inflight < inflightCap) {
-        const scheduled = t0 + (seq * 1000) / rate;
-        const subscriber = fixtures.subscribers[seq % fixtures.subscribers.length];
-        seq++;
-        const correlationId = randomUUID();
+      while (due - seq >= batch && publishers.inflight < inflightCap) {
+        // A request is due when its last element is.
+        const scheduled = t0 + ((seq + batch - 1) * 1000) / rate;
         const sentAt = now();
         const inWindow = sentAt >= window[0] && sentAt < window[1];
+        const elements: Element[] = [];
+        for (let index = 0; index < batch; index++) {
+          const subscriber = fixtures.subscribers[seq % fixtures.subscribers.length];
+          seq++;
+          const entry: Published = { sentAt, inWindow, expected: 0, received: 0 };
+          const correlationId = randomUUID();
+          published.set(correlationId, entry);
+          elements.push({ recipient: subscriber.clientId, correlationId, entry });
+        }
         if (inWindow) {
-          sentInWindow++;
+          sentInWindow += batch;
+          requestsInWindow++;
           lags.push(sentAt - scheduled);
         }
-        const entry: Published = { sentAt, inWindow, expected: 0, received: 0 };
-        published.set(correlationId, entry);
-        void publisher.publish(subscriber.clientId, correlationId).then((status) => {
+        void publishers.next().publish(elements).then(({ status, accepted }) => {
           statuses[status] = (statuses[status] ?? 0) + 1;
-          if (status === 202) {
-            entry.expected = fixtures.connsPerSubscriber;
+          elements.forEach((element, index) => {
+            if (accepted[index] === undefined) elementOutcomes.unanswered++;
+            else if (accepted[index]) elementOutcomes.accepted++;
+            else elementOutcomes.refused++;
+            if (!accepted[index]) return;
+            element.entry.expected = fixtures.connsPerSubscriber;
             if (inWindow) acceptedInWindow++;
-          }
+          });
           sendDue();
         });
       }
@@ -313,7 +351,10 @@ async function push() {
     await new Promise<void>((resolve) => {
       const timer = setInterval(() => {
         const t = now();
-        if (!cpu0.at && t >= window[0]) Object.assign(cpu0, { at: t, server: cpuSeconds(SERVER_PID), self: process.cpuUsage() });
+        if (!cpu0.at && t >= window[0]) {
+          Object.assign(cpu0, { at: t, server: cpuSeconds(SERVER_PID), servers: serversCpu(), self: process.cpuUsage() });
+          void pgStats?.begin();
+        }
         if (t >= window[1]) {
           stopped = true;
           clearInterval(timer);
@@ -325,12 +366,14 @@ async function push() {
     });
     const windowS = (now() - cpu0.at) / 1000;
     const serverCpuPct = ((cpuSeconds(SERVER_PID) - cpu0.server) / windowS) * 100;
+    const serversCpuPct = ((serversCpu() - cpu0.servers) / windowS) * 100;
     const selfCpu = process.cpuUsage(cpu0.self);
     const loadgenCpuPct = ((selfCpu.user + selfCpu.system) / 1e6 / windowS) * 100;
+    const database = pgStats ? { ...(await pgStats.end()), method: PG_STATS_METHOD } : undefined;
 
-    // Every 202'd notification must arrive on each of its recipient's connections.
+    // Every accepted notification must arrive on each of its recipient's connections.
     const drainStart = now();
-    await until(() => publisher.inflight === 0, Number(opt.drain) * 1000);
+    await until(() => publishers.inflight === 0, Number(opt.drain) * 1000);
     const expected = () => [...published.values()].reduce((sum, e) => sum + e.expected, 0);
     const received = () => [...published.values()].reduce((sum, e) => sum + Math.min(e.received, e.expected), 0);
     await until(() => received() >= expected(), Number(opt.drain) * 1000);
@@ -342,61 +385,113 @@ async function push() {
     return {
       mode: 'push',
       connections: sockets.length,
+      // Handshakes refused and tried again, by error.
+      connection_retries: Object.keys(retried).length ? retried : undefined,
       subscribers: fixtures.subscribers.length,
+      instances: bases.length,
+      batch_size: batch,
+      route: batch > 1 ? 'batch' : 'single',
       rate_target: rate,
       inflight_cap: inflightCap,
       duration_s: Number(opt.duration),
       warmup_s: Number(opt.warmup),
       published_in_window: sentInWindow,
       publish_rate_achieved: Math.round(sentInWindow / windowS),
-      // Due by the end of the window but never sent: the in-flight cap held them back.
+      requests_per_s: Math.round(requestsInWindow / windowS),
+      // Due by the end of the window but never sent: the in-flight cap held them back (or, batched, less than one request's worth).
       unsent_at_end: Math.floor(((window[1] - t0) * rate) / 1000) - seq,
       accepted_in_window: acceptedInWindow,
       publish_statuses: statuses,
+      // Per notification: accepted (202 and an id), refused (an element's 400, or the request's non-202), unanswered (a batch answer without it).
+      element_outcomes: batch > 1 ? elementOutcomes : undefined,
       delivered_msgs_per_s: Math.round(deliveredInWindow / windowS),
       expected_total: expected(),
       received_total: received(),
       lost: expected() - received(),
       duplicates: entries.reduce((sum, e) => sum + (e.expected > 0 ? Math.max(0, e.received - e.expected) : 0), 0),
-      // Pushed although the publish was not answered 202 (e.g. a timeout after the commit).
+      // Pushed although the publish was not accepted (e.g. a timeout after the commit).
       pushed_without_202: entries.reduce((sum, e) => sum + (e.expected === 0 ? e.received : 0), 0),
       unknown_messages: unknownMessages,
       drain_ms: Math.round(drainMs),
+      // From the request's sending (not from when the notification fell due, which batching delays by up to batch/rate).
       latency_ms: latencySummary(sorted),
       publisher_lag_ms: { p99: round(percentile(lags, 99) ?? Number.NaN, 1), max: round(lags.at(-1) ?? Number.NaN, 1) },
-      // The service's node process only; its PostgreSQL is in database_cpu_pct_of_core (whole run).
+      // The service's node process only (the first instance of a fleet); its PostgreSQL is in database_cpu_pct_of_core (whole run).
       server_cpu_pct_of_core: round(serverCpuPct, 1),
+      // Every node instance (of a fleet: all of them together), in the window.
+      servers_cpu_pct_of_core: round(serversCpuPct, 1),
       loadgen_cpu_pct_of_core: round(loadgenCpuPct, 1),
       server_rss_mb: mb(vmRss(SERVER_PID)),
+      database,
     };
   } finally {
-    publisher.close();
+    await pgStats?.close();
+    publishers.close();
     for (const socket of sockets) socket.terminate();
   }
 }
 
-async function openStreams(url: string, fixtures: PushFixtures, onMessage: (data: WebSocket.RawData) => void): Promise<WebSocket[]> {
+/**
+ * The fixtures' connections, connection i to instance i mod n (a fleet's subscribers spread
+ * round-robin). A refused handshake (a 503 while a fresh instance's pool is busy) is tried again
+ * after a second, as a client honouring Retry-After would, up to OPEN_ATTEMPTS times.
+ */
+async function openStreams(bases: string[], fixtures: PushFixtures, onMessage: (data: WebSocket.RawData) => void) {
+  const urls = bases.map((base) => `${base.replace(/^http/, 'ws')}${STREAM_PATH}`);
   const tokens = fixtures.subscribers.flatMap((subscriber) => Array.from({ length: fixtures.connsPerSubscriber }, () => subscriber.token));
   const sockets: WebSocket[] = [];
+  const retried: Record<string, number> = {};
+  const open = (index: number) =>
+    new Promise<WebSocket>((resolve, reject) => {
+      const socket = new WebSocket(urls[index % urls.length], { headers: { authorization: `Bearer ${tokens[index]}` }, perMessageDeflate: false, handshakeTimeout: 15_000 });
+      socket.once('open', () => resolve(socket));
+      // Also after the open: an error then must not end the process; a lost push shows as lost.
+      socket.on('error', reject);
+      socket.on('message', onMessage);
+    });
   let next = 0;
   const lanes = Array.from({ length: Math.min(Number(opt.concurrency), tokens.length) }, async () => {
     while (next < tokens.length) {
-      const token = tokens[next++];
-      sockets.push(
-        await new Promise<WebSocket>((resolve, reject) => {
-          const socket = new WebSocket(url, { headers: { authorization: `Bearer ${token}` }, perMessageDeflate: false, handshakeTimeout: 15_000 });
-          socket.once('open', () => resolve(socket));
-          socket.once('error', reject);
-          socket.on('message', onMessage);
-        }),
-      );
+      const index = next++;
+      for (let attempt = 1; ; attempt++) {
+        try {
+          sockets.push(await open(index));
+          break;
+        } catch (error) {
+          if (attempt >= OPEN_ATTEMPTS) throw new Error(`connection ${index} to ${urls[index % urls.length]}: ${(error as Error).message} (${attempt} attempts)`);
+          retried[(error as Error).message] = (retried[(error as Error).message] ?? 0) + 1;
+          await sleep(1000);
+        }
+      }
     }
   });
   await Promise.all(lanes);
-  return sockets;
+  return { sockets, retried };
 }
 
-/** POST /voyage/notification/v1/notifications over keep-alive connections (node:http: cheaper per request than fetch). */
+const OPEN_ATTEMPTS = 5;
+
+/** A Publisher per instance, taken round-robin; the in-flight cap counts requests over all of them. */
+class Publishers {
+  private readonly list: Publisher[];
+  private turn = 0;
+
+  constructor(bases: string[], token: string, maxSockets: number, batch: number) {
+    this.list = bases.map((base) => new Publisher(base, token, Math.ceil(maxSockets / bases.length), batch > 1));
+  }
+
+  get inflight() {
+    return this.list.reduce((sum, publisher) => sum + publisher.inflight, 0);
+  }
+
+  next = () => this.list[this.turn++ % this.list.length];
+  close = () => this.list.forEach((publisher) => publisher.close());
+}
+
+/**
+ * POST /voyage/notification/v1/notifications (one element) or …/batch (an array) over keep-alive
+ * connections (node:http: cheaper per request than fetch).
+ */
 class Publisher {
   inflight = 0;
   private readonly agent: http.Agent;
@@ -406,32 +501,52 @@ class Publisher {
     base: string,
     private readonly token: string,
     maxSockets: number,
+    private readonly batched: boolean,
   ) {
     this.agent = new http.Agent({ keepAlive: true, maxSockets });
-    this.url = new URL('/voyage/notification/v1/notifications', base);
+    this.url = new URL(`/voyage/notification/v1/notifications${batched ? '/batch' : ''}`, base);
   }
 
-  /** Resolves with the HTTP status (0 for a transport error). */
-  publish(recipient: string, correlationId: string): Promise<number> {
-    const body = JSON.stringify({ recipient, ...benchNotification(correlationId, 'bench') });
+  /**
+   * Resolves with the HTTP status (0 for a transport error) and, per element, whether it was
+   * accepted: the single route's 202, or the batch's 202 with an `id` in the element's result
+   * (undefined where the batch answer has no result for it).
+   */
+  publish(elements: Element[]): Promise<{ status: number; accepted: (boolean | undefined)[] }> {
+    const bodies = elements.map(({ recipient, correlationId }) => ({ recipient, ...benchNotification(correlationId, 'bench') }));
+    const body = JSON.stringify(this.batched ? bodies : bodies[0]);
     this.inflight++;
     return new Promise((resolve) => {
-      const done = (status: number) => {
+      const done = (status: number, text: string) => {
         this.inflight--;
-        resolve(status);
+        resolve({ status, accepted: this.accepted(status, text, elements.length) });
       };
       const request = http.request(
         this.url,
         { agent: this.agent, method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), authorization: `Bearer ${this.token}` } },
         (response) => {
-          response.resume();
-          response.on('end', () => done(response.statusCode ?? 0));
-          response.on('error', () => done(0));
+          // The single route's answer is not needed; the batch's says which elements were stored.
+          let text = '';
+          if (this.batched) response.on('data', (chunk: Buffer) => (text += chunk));
+          else response.resume();
+          response.on('end', () => done(response.statusCode ?? 0, text));
+          response.on('error', () => done(0, ''));
         },
       );
-      request.on('error', () => done(0));
+      request.on('error', () => done(0, ''));
       request.end(body);
     });
+  }
+
+  private accepted(status: number, text: string, count: number): (boolean | undefined)[] {
+    if (status !== 202) return Array.from({ length: count }, () => false);
+    if (!this.batched) return [true];
+    try {
+      const { results } = JSON.parse(text) as { results: { id?: string }[] };
+      return Array.from({ length: count }, (_, index) => (results[index] === undefined ? undefined : typeof results[index].id === 'string'));
+    } catch {
+      return Array.from({ length: count }, () => undefined);
+    }
   }
 
   close() {
@@ -548,7 +663,13 @@ async function main() {
   const modes: Record<string, () => Promise<object>> = { idle, push, replay };
   const run = modes[opt.mode!];
   if (!run) throw new Error(`--mode must be one of ${Object.keys(modes).join(', ')}`);
-  console.log(JSON.stringify(await run()));
+  try {
+    console.log(JSON.stringify(await run()));
+  } catch (error) {
+    // One line the harness keeps (it shows the end of stderr), rather than the end of a stack.
+    console.error(`ws-load ${opt.mode}: ${(error as Error).message}`);
+    process.exit(1);
+  }
   process.exit(0);
 }
 
