@@ -13,9 +13,16 @@ export const UNKNOWN_RECIPIENT = 'recipient must be the client_id of a registere
 const MAX_BATCH = 500;
 /** Transactions under way at once: one that waits (a lock, a slow statement) holds up only its own publishes. */
 const CONCURRENT_BATCHES = 4;
-/** How long a recipient whose lock was found held elsewhere keeps to transactions of its own. */
+/**
+ * A recipient whose lock is held elsewhere is usually held by another instance's transaction,
+ * which commits within milliseconds: its publishes go into the next shared transaction. Found busy
+ * for this long, the lock looks stuck, and the recipient goes alone (waiting for its lock) so it
+ * no longer rides in everybody's transactions.
+ */
+const BUSY_BEFORE_ALONE_MS = 200;
+/** How long a recipient found stuck keeps to transactions of its own. */
 const SLOW_RECIPIENT_MS = 10_000;
-/** Bound on that list. */
+/** Bound on each of those lists. */
 const MAX_SLOW_RECIPIENTS = 10_000;
 
 /** What a publish answers: the stored id, and whether it was stored before. */
@@ -39,7 +46,9 @@ type PublishOutcome = InsertOutcome | { error: unknown };
 @Injectable()
 export class NotificationPublisher {
   private readonly writes: Batcher<NewNotification, PublishOutcome>;
-  /** Recipients whose lock was found held elsewhere, until when they go alone. */
+  /** Recipients whose lock was found held elsewhere, since when (until a transaction stores them). */
+  private readonly busySince = new Map<string, number>();
+  /** Recipients whose lock looked stuck, until when they go alone. */
   private readonly slowRecipients = new Map<string, number>();
 
   constructor(
@@ -52,6 +61,7 @@ export class NotificationPublisher {
       concurrency: CONCURRENT_BATCHES,
       keyOf: (notification) => notification.recipient,
       alone: (recipient) => this.isSlow(recipient),
+      retry: (outcome) => 'recipientBusy' in outcome,
     });
   }
 
@@ -69,9 +79,11 @@ export class NotificationPublisher {
    * element has finished: a retry of the batch is safe, what was stored answers as a duplicate.
    */
   async publishBatch(elements: PublishBody[], publishedBy: string | null): Promise<BatchResult[]> {
-    // Submitted in order, before any await: the batcher keeps each recipient's submit order.
-    const placed = elements.map((element) => ('errors' in element ? null : this.place(element.body, publishedBy)));
-    const settled = await Promise.allSettled(placed);
+    // Queued together and in order: they share transactions, and each recipient keeps the array's order.
+    const valid = elements.flatMap((element) => ('errors' in element ? [] : [this.newNotification(element.body, publishedBy)]));
+    const stored = this.writes.submitAll(valid).map((outcome) => this.answer(outcome));
+    let next = 0;
+    const settled = await Promise.allSettled(elements.map((element) => ('errors' in element ? null : stored[next++])));
     const failure = settled.find((result) => result.status === 'rejected');
     if (failure) throw failure.reason;
     return settled.map((result, index): BatchResult => {
@@ -83,8 +95,12 @@ export class NotificationPublisher {
   }
 
   /** Stores one notification through the shared transactions; the submit happens synchronously. */
-  private async place(dto: PublishNotificationDto, publishedBy: string | null): Promise<Published | { unknownRecipient: true }> {
-    const notification: NewNotification = {
+  private place(dto: PublishNotificationDto, publishedBy: string | null): Promise<Published | { unknownRecipient: true }> {
+    return this.answer(this.writes.submit(this.newNotification(dto, publishedBy)));
+  }
+
+  private newNotification(dto: PublishNotificationDto, publishedBy: string | null): NewNotification {
+    return {
       recipient: dto.recipient,
       correlationId: dto.correlationId,
       status: dto.status,
@@ -92,16 +108,14 @@ export class NotificationPublisher {
       publishedBy,
       retentionSeconds: this.env.NOTIFICATION_RETENTION,
     };
-    let outcome = await this.writes.submit(notification);
-    if ('recipientBusy' in outcome) {
-      // Another transaction holds this recipient's lock: wait for it in a transaction of its own.
-      this.markSlow(notification.recipient);
-      outcome = await this.writes.submit(notification);
-    }
+  }
+
+  private async answer(pending: Promise<PublishOutcome>): Promise<Published | { unknownRecipient: true }> {
+    const outcome = await pending;
     if ('error' in outcome) throw outcome.error;
     if ('unknownRecipient' in outcome) return outcome;
-    // A transaction of one recipient waits for its lock instead of reporting it busy.
-    if ('recipientBusy' in outcome) throw new Error(`recipient ${notification.recipient} reported busy in a transaction of its own`);
+    // The batcher tries a busy recipient again until it is stored or goes alone, where it waits for its lock.
+    if ('recipientBusy' in outcome) throw new Error('a publish came back with its recipient busy');
     if (!outcome.stored) return { id: outcome.id, duplicate: true };
     this.metrics.notificationsPublished.inc();
     return { id: outcome.id };
@@ -114,13 +128,26 @@ export class NotificationPublisher {
    */
   private async store(batch: NewNotification[]): Promise<PublishOutcome[]> {
     try {
-      return await this.notifications.insertBatch(batch);
+      const outcomes = await this.notifications.insertBatch(batch);
+      outcomes.forEach((outcome, index) => this.noteLock(batch[index].recipient, 'recipientBusy' in outcome));
+      return outcomes;
     } catch (error) {
       if (batch.length === 1 || isDatabaseUnavailable(error)) return batch.map(() => ({ error }));
       const outcomes: PublishOutcome[] = [];
       for (const notification of batch) outcomes.push(...(await this.store([notification])));
       return outcomes;
     }
+  }
+
+  /** Remembers since when a recipient's lock has been found held elsewhere; a transaction that stored it forgets it. */
+  private noteLock(recipient: string, busy: boolean): void {
+    if (!busy) {
+      this.busySince.delete(recipient);
+      return;
+    }
+    if (this.busySince.has(recipient)) return;
+    if (this.busySince.size >= MAX_SLOW_RECIPIENTS) this.busySince.delete(this.busySince.keys().next().value!);
+    this.busySince.set(recipient, Date.now());
   }
 
   private markSlow(recipient: string): void {
@@ -131,6 +158,11 @@ export class NotificationPublisher {
   }
 
   private isSlow(recipient: string): boolean {
+    const busySince = this.busySince.get(recipient);
+    if (busySince !== undefined && Date.now() - busySince >= BUSY_BEFORE_ALONE_MS) {
+      this.busySince.delete(recipient);
+      this.markSlow(recipient);
+    }
     const until = this.slowRecipients.get(recipient);
     if (until === undefined) return false;
     if (until > Date.now()) return true;

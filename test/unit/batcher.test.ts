@@ -74,4 +74,51 @@ describe('Batcher with keys and several flushes at once', () => {
     await Promise.all(rest);
     expect(flushed).toEqual([['x0'], ['s1', 's2'], ['b1', 'c1']]);
   });
+
+  it('queues submitAll items together, so they share a flush', async () => {
+    const { flushed, releaseAll, flush } = gated();
+    const batcher = new Batcher<string, string>(flush, { maxBatch: 10, concurrency: 4, keyOf: (item) => item[0] });
+    const results = batcher.submitAll(['a1', 'b1', 'a2', 'c1']);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    releaseAll();
+    await expect(Promise.all(results)).resolves.toEqual(['a1', 'b1', 'a2', 'c1']);
+    expect(flushed).toEqual([['a1', 'b1', 'a2', 'c1']]);
+  });
+
+  it('puts an item its flush says to retry back ahead of the later items of its key, and answers it once done', async () => {
+    const flushed: string[][] = [];
+    let refusals = 2;
+    const batcher = new Batcher<string, string>(
+      async (items) => {
+        flushed.push(items);
+        await new Promise((resolve) => setTimeout(resolve, 2));
+        // Like a lock held elsewhere: the key's items in this flush are all refused, or none.
+        const refused = items.some((item) => item.startsWith('a')) && refusals-- > 0;
+        return items.map((item) => (refused && item.startsWith('a') ? 'busy' : item));
+      },
+      { maxBatch: 10, concurrency: 2, keyOf: (item) => item[0], retry: (out) => out === 'busy' },
+    );
+    const first = batcher.submit('a1');
+    const later = batcher.submitAll(['b1', 'a2', 'a3']);
+    await expect(Promise.all([first, ...later])).resolves.toEqual(['a1', 'b1', 'a2', 'a3']);
+    const order = flushed.flat().filter((item) => item.startsWith('a'));
+    // a1 was tried until done, and the later items of its key stayed behind it every time.
+    expect(order).toEqual(['a1', 'a1', 'a2', 'a3', 'a1', 'a2', 'a3']);
+  });
+
+  it('keeps submit order per key when a full batch leaves items behind', async () => {
+    const flushed: string[][] = [];
+    const batcher = new Batcher<string, string>(
+      async (items) => {
+        flushed.push(items);
+        await new Promise((resolve) => setTimeout(resolve, 1));
+        return items;
+      },
+      { maxBatch: 3, concurrency: 2, keyOf: (item) => item[0] },
+    );
+    const items = ['a1', 'b1', 'a2', 'c1', 'a3', 'b2', 'a4', 'c2', 'b3'];
+    await expect(Promise.all(batcher.submitAll(items))).resolves.toEqual(items);
+    for (const key of ['a', 'b', 'c']) expect(flushed.flat().filter((item) => item[0] === key)).toEqual(items.filter((item) => item[0] === key));
+    expect(flushed.every((batch) => batch.length <= 3)).toBe(true);
+  });
 });

@@ -11,12 +11,13 @@ const refusal = (code: string) => Object.assign(new Error('query failed'), { dri
 
 /**
  * A stand-in for the table: a batch holding `poison` fails as a whole with a data error, as
- * PostgreSQL fails a transaction; `lockedRecipient`'s lock is held elsewhere. The
+ * PostgreSQL fails a transaction; `lockedRecipient`'s lock is held elsewhere until `release()`. The
  * publisher's own logic (how it splits and retries) is what is tested here; the real table is in
  * test/e2e/database-faults.test.ts.
  */
 function storeFailingOn(rule: { poison?: string; lockedRecipient?: string }) {
   const transactions: string[][] = [];
+  let lockHeld = true;
   const repository = {
     async insertBatch(batch: NewNotification[]): Promise<InsertOutcome[]> {
       transactions.push(batch.map((notification) => `${notification.recipient}:${notification.correlationId}`));
@@ -25,11 +26,11 @@ function storeFailingOn(rule: { poison?: string; lockedRecipient?: string }) {
       const several = new Set(batch.map((notification) => notification.recipient)).size > 1;
       return batch.map((notification) =>
         // Like the real table: a batch of several recipients only tries their locks; one recipient waits for its own.
-        several && notification.recipient === rule.lockedRecipient ? { recipientBusy: true } : { id: `id-${notification.correlationId}`, stored: true },
+        several && lockHeld && notification.recipient === rule.lockedRecipient ? { recipientBusy: true } : { id: `id-${notification.correlationId}`, stored: true },
       );
     },
   } as unknown as NotificationsRepository;
-  return { publisher: new NotificationPublisher(repository, loadEnv({}), new Metrics()), transactions };
+  return { publisher: new NotificationPublisher(repository, loadEnv({}), new Metrics()), transactions, release: () => (lockHeld = false) };
 }
 
 const publishAll = (publisher: NotificationPublisher, bodies: PublishNotificationDto[]) =>
@@ -46,23 +47,42 @@ describe('NotificationPublisher: one failing publish never fails the others shar
     expect(transactions.some((transaction) => transaction.length > 1)).toBe(true); // they did share one
   });
 
-  it('leaves out a recipient whose lock is held elsewhere and publishes it alone, while the others are stored at once', async () => {
-    const locked = Array.from({ length: 3 }, () => validNotification('locked') as PublishNotificationDto);
-    const free = Array.from({ length: 3 }, () => validNotification('free') as PublishNotificationDto);
-    const { publisher, transactions } = storeFailingOn({ lockedRecipient: 'locked' });
+  it('leaves out a recipient whose lock is held elsewhere for a moment, stores the others at once, and the recipient in the next shared transaction, in order', async () => {
+    const { publisher, transactions, release } = storeFailingOn({ lockedRecipient: 'locked' });
     // Four fill every slot, so the six after them queue and are batched together when slots free up.
     const fillers = Array.from({ length: 4 }, (_, index) => validNotification(`filler-${index}`) as PublishNotificationDto);
-    const results = await publishAll(publisher, [...fillers, locked[0], free[0], locked[1], free[1], locked[2], free[2]]);
-    expect(results.every((result) => typeof result === 'string')).toBe(true);
-    const shared = transactions.filter((transaction) => transaction.some((entry) => entry.startsWith('free:')));
-    expect(shared.flat().filter((entry) => entry.startsWith('free:'))).toHaveLength(3);
-    // After it was found busy, the locked recipient went in transactions of its own.
-    const last = transactions.filter((transaction) => transaction.some((entry) => entry.startsWith('locked:'))).at(-1)!;
-    expect(last.every((entry) => entry.startsWith('locked:'))).toBe(true);
+    const bodies = ['locked', 'free', 'locked', 'free', 'locked', 'free'].map((recipient) => validNotification(recipient) as PublishNotificationDto);
+    const results = publishAll(publisher, [...fillers, ...bodies]);
+    await new Promise((resolve) => setTimeout(resolve, 8));
+    release(); // the other transaction commits
+    expect((await results).every((result) => typeof result === 'string')).toBe(true);
+    const entry = (body: PublishNotificationDto) => `${body.recipient}:${body.correlationId}`;
+    // The free ones were stored in the first transaction they were in; the locked ones, after it, in their order and shared.
+    const firstShared = transactions.find((transaction) => transaction.some((item) => item.startsWith('free:')))!;
+    expect(firstShared).toEqual(bodies.map(entry));
+    const storedLocked = transactions.filter((transaction) => transaction.some((item) => item.startsWith('locked:'))).at(-1)!;
+    expect(storedLocked.filter((item) => item.startsWith('locked:'))).toEqual(bodies.filter((body) => body.recipient === 'locked').map(entry));
+  });
 
-    transactions.length = 0;
-    await publishAll(publisher, [...fillers, validNotification('free'), validNotification('locked'), validNotification('free')] as PublishNotificationDto[]);
+  it('keeps trying a recipient whose lock stays held in shared transactions, never holding the others up, and stores it alone', async () => {
+    const { publisher, transactions } = storeFailingOn({ lockedRecipient: 'locked' });
+    const fillers = Array.from({ length: 4 }, (_, index) => validNotification(`filler-${index}`) as PublishNotificationDto);
+    // Others keep publishing, so the locked one keeps riding in shared transactions and keeps being refused.
+    const timed = (body: PublishNotificationDto) => {
+      const start = Date.now();
+      return publisher.publish(body, null).then(() => Date.now() - start);
+    };
+    const others: Promise<number>[] = fillers.map(timed);
+    const locked = publisher.publish(validNotification('locked') as PublishNotificationDto, null);
+    const start = Date.now();
+    while (Date.now() - start < 300) {
+      others.push(timed(validNotification(`other-${others.length % 3}`) as PublishNotificationDto));
+      await new Promise((resolve) => setTimeout(resolve, 2));
+    }
+    await expect(locked).resolves.toMatchObject({ id: expect.any(String) });
+    expect(Math.max(...(await Promise.all(others)))).toBeLessThan(100);
     const withLocked = transactions.filter((transaction) => transaction.some((entry) => entry.startsWith('locked:')));
-    expect(withLocked).toEqual([[expect.stringMatching(/^locked:/)]]);
+    expect(withLocked.length).toBeGreaterThan(1); // refused while shared, first
+    expect(withLocked.at(-1)).toEqual([expect.stringMatching(/^locked:/)]); // then stored alone, where it waits for its lock
   });
 });

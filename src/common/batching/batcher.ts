@@ -1,4 +1,4 @@
-export interface BatcherOptions<In> {
+export interface BatcherOptions<In, Out> {
   /** Most items in one flush. */
   maxBatch: number;
   /** Flushes under way at once (default 1): with more, one slow flush does not hold up the items behind it. */
@@ -10,6 +10,13 @@ export interface BatcherOptions<In> {
   keyOf?: (item: In) => string;
   /** Keys whose items go in flushes of their own (a key known to be slow must not slow the others down). */
   alone?: (key: string) => boolean;
+  /**
+   * Results that mean "not done, try again": the item goes back to the head of the queue, ahead
+   * of later items of its key, and its caller waits on. Asked with the item's key still busy, so
+   * nothing of that key can slip in front of it. A flush that asks to retry an item must ask it
+   * for the later items of its key in the same flush too, or they would pass it.
+   */
+  retry?: (out: Out, item: In) => boolean;
 }
 
 interface Entry<In, Out> {
@@ -29,65 +36,92 @@ export class Batcher<In, Out> {
   private queue: Entry<In, Out>[] = [];
   private running = 0;
   private readonly busyKeys = new Set<string>();
-  private readonly options: Required<Omit<BatcherOptions<In>, 'keyOf' | 'alone'>> & BatcherOptions<In>;
+  /** Every waiting item's key is under way: nothing can be taken until a flush ends or a free key arrives. */
+  private stalled = false;
+  private readonly options: Required<Pick<BatcherOptions<In, Out>, 'maxBatch' | 'concurrency'>> & BatcherOptions<In, Out>;
 
   constructor(
     private readonly flush: (items: In[]) => Promise<Out[]>,
-    options: number | BatcherOptions<In>,
+    options: number | BatcherOptions<In, Out>,
   ) {
     this.options = { concurrency: 1, ...(typeof options === 'number' ? { maxBatch: options } : options) };
   }
 
   submit(item: In): Promise<Out> {
+    const result = this.enqueue(item);
+    this.drain();
+    return result;
+  }
+
+  /** Several items, queued in order before any flush starts, so they can share one. */
+  submitAll(items: In[]): Promise<Out>[] {
+    const results = items.map((item) => this.enqueue(item));
+    this.drain();
+    return results;
+  }
+
+  private enqueue(item: In): Promise<Out> {
     return new Promise((resolve, reject) => {
-      this.queue.push({ item, key: this.options.keyOf?.(item), resolve, reject });
-      this.drain();
+      const key = this.options.keyOf?.(item);
+      this.queue.push({ item, key, resolve, reject });
+      if (key === undefined || !this.busyKeys.has(key)) this.stalled = false;
     });
   }
 
   private drain(): void {
-    while (this.running < this.options.concurrency && this.queue.length > 0) {
+    while (!this.stalled && this.running < this.options.concurrency && this.queue.length > 0) {
       const batch = this.take();
-      if (batch.length === 0) return; // what waits belongs to keys under way
+      if (batch.length === 0) {
+        this.stalled = true; // what waits belongs to keys under way
+        return;
+      }
       this.running++;
       void this.run(batch).finally(() => {
         this.running--;
         for (const entry of batch) if (entry.key !== undefined) this.busyKeys.delete(entry.key);
+        this.stalled = false;
         this.drain();
       });
     }
   }
 
-  /** The next batch, in submit order, leaving in the queue the items of keys that are under way. */
+  /**
+   * The next batch, in submit order, leaving in the queue (in order) the items of keys that are
+   * under way. The scan stops once the batch is full, so a long queue costs only what is taken.
+   */
   private take(): Entry<In, Out>[] {
     const { maxBatch, alone } = this.options;
     if (this.options.keyOf === undefined) return this.queue.splice(0, maxBatch);
     const batch: Entry<In, Out>[] = [];
-    const rest: Entry<In, Out>[] = [];
+    const skipped: Entry<In, Out>[] = [];
     let soloKey: string | undefined;
-    for (const entry of this.queue) {
+    let index = 0;
+    for (; index < this.queue.length && batch.length < maxBatch; index++) {
+      const entry = this.queue[index];
       const key = entry.key!;
-      const eligible =
-        batch.length < maxBatch &&
-        !this.busyKeys.has(key) &&
-        (soloKey === undefined ? batch.length === 0 || !alone?.(key) : key === soloKey);
+      const eligible = !this.busyKeys.has(key) && (soloKey === undefined ? batch.length === 0 || !alone?.(key) : key === soloKey);
       if (eligible) {
         if (batch.length === 0 && alone?.(key)) soloKey = key;
         batch.push(entry);
-      } else rest.push(entry);
+      } else skipped.push(entry);
     }
     // Keys are marked busy only now: a key skipped above keeps all its later items waiting too.
     for (const entry of batch) this.busyKeys.add(entry.key!);
-    this.queue = rest;
+    this.queue = skipped.length === 0 ? this.queue.slice(index) : skipped.concat(this.queue.slice(index));
     return batch;
   }
 
   private async run(batch: Entry<In, Out>[]): Promise<void> {
+    let results: Out[];
     try {
-      const results = await this.flush(batch.map((entry) => entry.item));
-      batch.forEach((entry, index) => entry.resolve(results[index]));
+      results = await this.flush(batch.map((entry) => entry.item));
     } catch (error) {
       for (const entry of batch) entry.reject(error);
+      return;
     }
+    const again: Entry<In, Out>[] = [];
+    batch.forEach((entry, index) => (this.options.retry?.(results[index], entry.item) ? again.push(entry) : entry.resolve(results[index])));
+    // Their keys are still busy here, so nothing of theirs was taken meanwhile: the head keeps their order.
+    if (again.length > 0) this.queue = again.concat(this.queue);
   }
 }
