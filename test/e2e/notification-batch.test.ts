@@ -3,8 +3,7 @@ import { clientToken, publish, PUBLISH_SCOPE, type PublishBody, pushedMessage, S
 import { createClient, type TestClient } from '../factories/oauth.factory.js';
 import { openStream, type Stream } from '../factories/stream.factory.js';
 import { query } from '../setup/database.js';
-import { freePort } from '../setup/free-port.js';
-import { type ServiceProcess, spawnService, waitForStatus } from '../setup/processes.js';
+import { type ServiceProcess, startServiceOn } from '../setup/processes.js';
 import { startTestApp, type TestApp } from '../setup/test-app.js';
 
 /**
@@ -304,20 +303,9 @@ describe('batch publishing', () => {
     });
 
     const start = async () => {
-      const port = await freePort();
-      const baseUrl = `http://127.0.0.1:${port}`;
-      const service = spawnService({
-        DATABASE_URL: app.databaseUrl,
-        PORT: String(port),
-        HOST: '127.0.0.1',
-        API_URL: baseUrl,
-        FRONTEND_URL: baseUrl,
-        IDENTITY_URL: baseUrl,
-        LOG_LEVEL: 'warn',
-      });
-      services.push(service);
-      await waitForStatus(`${baseUrl}/health`, 200, 15_000);
-      return { service, baseUrl };
+      const started = await startServiceOn(app.databaseUrl);
+      services.push(started.service);
+      return started;
     };
 
     it('delivers every 202ed element, in order, after the service is killed (SIGKILL) right after answering', async () => {

@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
+import { freePort } from './free-port.js';
 
 const MAIN = fileURLToPath(new URL('../../dist/main.js', import.meta.url));
 const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
@@ -70,4 +71,19 @@ export async function waitForStatus(url: string, status: number, timeoutMs = 30_
     if (Date.now() > deadline) throw new Error(`${url} did not answer ${status} (last: ${answered})`);
     await new Promise((resolve) => setTimeout(resolve, 150));
   }
+}
+
+/**
+ * The built service on `databaseUrl` as its own process (to be killed and started again), on a
+ * free port that is also its public address; resolves once it is healthy. The caller kills it.
+ */
+export async function startServiceOn(databaseUrl: string): Promise<{ service: ServiceProcess; baseUrl: string }> {
+  const port = await freePort();
+  const baseUrl = `http://127.0.0.1:${port}`;
+  const service = spawnService({ DATABASE_URL: databaseUrl, PORT: String(port), HOST: '127.0.0.1', API_URL: baseUrl, FRONTEND_URL: baseUrl, IDENTITY_URL: baseUrl, LOG_LEVEL: 'warn' });
+  await waitForStatus(`${baseUrl}/health`, 200, 15_000).catch((error: Error) => {
+    service.child.kill('SIGKILL');
+    throw error;
+  });
+  return { service, baseUrl };
 }

@@ -4,6 +4,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { PublishNotificationDto } from '../../src/notification/dto/publish-notification.dto.js';
 import { acceptedAtOnce, readPublishBody } from '../../src/notification/publish-body.js';
+import { validNotification } from '../factories/notification.factory.js';
 
 /** The rules as written on the DTO, without the quick check in front of them. */
 const classValidator = new ValidationPipe({ whitelist: true, transform: true });
@@ -95,17 +96,7 @@ describe('the quick check in front of the publish body rules', () => {
 
   it('takes the usual body without class-validator', () => {
     const usual = {
-      recipient: 'client-123',
-      correlationId: '3f1c9a8e-2b7d-4c61-9e0f-5a4b3c2d1e0f',
-      productName: 'RouteAdvice',
-      origin: 'RouteConfigurationService',
-      status: 'New',
-      statusTimestamp: '2026-11-21T08:30:00.123Z',
-      deliverables: [{ productType: 'pdf' }],
-      customerReferenceId: 'CUST-REF-42',
-      routeCalculationScheduleId: '9d8c7b6a-5f4e-4d3c-8b2a-1f0e9d8c7b6a',
-      warnings: ['Image 3 of the PDF could not be generated', 'two\nlines'],
-      creationDate: '2026-11-21T08:29:59.987+02:00',
+      ...validNotification('client-123', { warnings: ['Image 3 of the PDF could not be generated', 'two\nlines'], creationDate: '2026-11-21T08:29:59.987+02:00' }),
       extra: 'dropped',
     };
     const { extra: _dropped, ...expected } = usual;
