@@ -80,10 +80,13 @@ describe('logging', () => {
     await app.close();
   });
 
-  it('writes no request lines when request logging is off', async () => {
+  it.each([
+    ['request logging is off', 'info', false],
+    ['the level is above info', 'warn', true],
+  ])('writes no request lines when %s', async (_case, level, enabled) => {
     const { lines, logger } = capture();
-    logger.level = 'info';
-    const app = Fastify({ loggerInstance: logger, logController: new RequestLogController(logger, false) });
+    logger.level = level as string;
+    const app = Fastify({ loggerInstance: logger, logController: new RequestLogController(logger, enabled as boolean) });
     app.get('/route', async () => 'ok');
     await app.inject('/route');
     await new Promise((resolve) => setImmediate(resolve));

@@ -1,37 +1,48 @@
 import { type FastifyReply, type FastifyRequest, LogController } from 'fastify';
-import type { Logger } from 'pino';
+import { type Logger, pino } from 'pino';
 
-const asIs = <T>(value: T) => value;
+const { chindingsSym, formattersSym, streamSym, timeSym } = pino.symbols;
 
 /**
  * Fastify's request lines, one per request instead of two: written when the request is answered,
  * with its id, method, path (never the query, which carries states and codes), address, status
- * and time. The fields are chosen here and none can hold a secret, so the line skips the root
- * logger's redaction, which costs more than the rest of a small request (about 30 µs a line
- * against 5). Every other line Fastify writes for a request keeps the root logger's rules.
+ * and time. These are the lines a busy instance writes most, so each is put together here, on the
+ * root logger's own stream with its level, time and bindings, rather than through pino's object
+ * serialisation and redaction: those cost a tenth of a code poll (the fields are chosen here and
+ * none can hold a secret). Every other line Fastify writes for a request goes through the logger.
  */
 export class RequestLogController extends LogController {
-  private readonly lines: Logger;
+  private readonly root: Logger;
+  /** `{"level":"info"` as the root logger's level formatter writes it. */
+  private readonly opening: string;
+  /** The root logger's time field, made once per millisecond (a busy instance answers many in one). */
+  private timeField = '';
+  private timeFieldMs = 0;
 
   constructor(root: Logger, enabled: boolean) {
     super({ disableRequestLogging: !enabled });
-    this.lines = root.child({}, { redact: { paths: [] }, serializers: { req: asIs, res: asIs } });
+    this.root = root;
+    const formatters = (root as unknown as Record<symbol, { level: (label: string, value: number) => object }>)[formattersSym];
+    this.opening = JSON.stringify(formatters.level('info', pino.levels.values.info)).slice(0, -1);
   }
 
   override incomingRequest(): void {}
 
   override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
     if (error) return super.requestCompleted(error, request, reply);
-    if (this.isLogDisabled(request)) return;
+    if (this.isLogDisabled(request) || !this.root.isLevelEnabled('info')) return;
     const query = request.url.indexOf('?');
-    this.lines.info(
-      {
-        reqId: request.id,
-        req: { method: request.method, path: query === -1 ? request.url : request.url.slice(0, query), remoteAddress: request.ip },
-        res: { statusCode: reply.statusCode },
-        responseTime: reply.elapsedTime,
-      },
-      'request completed',
-    );
+    const path = query === -1 ? request.url : request.url.slice(0, query);
+    const root = this.root as unknown as Record<symbol, unknown>;
+    const now = Date.now();
+    if (now !== this.timeFieldMs) {
+      this.timeField = (root[timeSym] as () => string)();
+      this.timeFieldMs = now;
+    }
+    const line =
+      `${this.opening}${this.timeField}${root[chindingsSym] as string}` +
+      `,"reqId":${JSON.stringify(request.id)},"req":{"method":${JSON.stringify(request.method)},"path":${JSON.stringify(path)},"remoteAddress":${JSON.stringify(request.ip ?? null)}}` +
+      `,"res":{"statusCode":${reply.statusCode}},"responseTime":${reply.elapsedTime},"msg":"request completed"}\n`;
+    (root[streamSym] as { write(line: string): void }).write(line);
   }
 }
