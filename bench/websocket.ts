@@ -167,8 +167,8 @@ const idleLoad = (url: string, auth: string, pid: number, countUrl: string) => [
 
 async function idleOurs(monitor: Monitor) {
   // The default WS_MAX_CONNECTIONS (10,000) would refuse the 19k step; 20,000 is the fd limit anyway.
-  // The service has no per-client limit, so every connection uses one subscriber's token.
-  return withServer(startService({ WS_MAX_CONNECTIONS: '20000' }), async (service) => {
+  // Every connection uses one subscriber's token, so its per-client cap (default 100) is lifted too.
+  return withServer(startService({ WS_MAX_CONNECTIONS: '20000', WS_MAX_CONNECTIONS_PER_CLIENT: '20000' }), async (service) => {
     const token = await clientToken(service.base, await createSubscriber(service));
     return measured(monitor, ourLoad(idleLoad(wsUrl(service.base, STREAM_PATH), `Bearer ${token}`, service.pid, `${service.base}/metrics`)), ROOT, service);
   });
