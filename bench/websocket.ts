@@ -18,7 +18,8 @@
  * 5 idle:   a fresh server per run; the load generator (bench/lib/ws-load.ts, 2 processes: the fd
  *           limit is per process) opens 100 connections and closes them (warm-up), waits, reads
  *           the server's VmRSS, then grows to each step, waits --settle s and reads VmRSS again.
- *           Both servers are measured the same way, without forced GC (ours has no /stats).
+ *           Both servers are measured the same way, without forced GC (ours has no /stats). Ours
+ *           spreads the connections over clients, 100 each (the default per-client cap).
  * 6 push:   ours: --push-conns stream connections over --push-subscribers clients, an open-loop
  *           HTTP publisher at each rate (at most --push-inflight in flight), latency from publish
  *           request sent to message received, loss = 202'd notifications not received.
@@ -160,24 +161,36 @@ async function idleScenario(monitor: Monitor): Promise<SideRuns> {
   return runs;
 }
 
-const idleLoad = (url: string, auth: string, pid: number, countUrl: string) => [
-  '--mode', 'idle', '--url', url, '--auth', auth, '--server-pid', String(pid), '--count-url', countUrl,
+const idleLoad = (url: string, auth: string[], pid: number, countUrl: string) => [
+  '--mode', 'idle', '--url', url, ...auth, '--server-pid', String(pid), '--count-url', countUrl,
   '--steps', settings.steps.join(','), '--settle', String(settings.settleS), '--procs', '2',
 ];
 
+/** Connections per subscriber client in the idle scenario: the default per-client cap (WS_MAX_CONNECTIONS_PER_CLIENT). */
+const IDLE_CONNS_PER_CLIENT = 100;
+
 async function idleOurs(monitor: Monitor) {
   // The default WS_MAX_CONNECTIONS (10,000) would refuse the 19k step; 20,000 is the fd limit anyway.
-  // Every connection uses one subscriber's token, so its per-client cap (default 100) is lifted too.
-  return withServer(startService({ WS_MAX_CONNECTIONS: '20000', WS_MAX_CONNECTIONS_PER_CLIENT: '20000' }), async (service) => {
-    const token = await clientToken(service.base, await createSubscriber(service));
-    return measured(monitor, ourLoad(idleLoad(wsUrl(service.base, STREAM_PATH), `Bearer ${token}`, service.pid, `${service.base}/metrics`)), ROOT, service);
+  // Connections are spread over clients, 100 each, as the per-client cap allows: a device fleet, not
+  // one client holding thousands (whose every wake-up walks all its connections).
+  return withServer(startService({ WS_MAX_CONNECTIONS: '20000' }), async (service) => {
+    const template = await createSubscriber(service);
+    const subscribers = [template, ...(await cloneClients(service, template, Math.ceil(Math.max(...settings.steps) / IDLE_CONNS_PER_CLIENT) - 1))];
+    const folder = mkdtempSync(join(tmpdir(), 'ws-bench-'));
+    try {
+      const authFile = join(folder, 'auths.json');
+      writeFileSync(authFile, JSON.stringify((await clientTokens(service.base, subscribers)).map((token) => `Bearer ${token}`)));
+      return await measured(monitor, ourLoad(idleLoad(wsUrl(service.base, STREAM_PATH), ['--auth-file', authFile], service.pid, `${service.base}/metrics`)), ROOT, service);
+    } finally {
+      rmSync(folder, { recursive: true, force: true });
+    }
   });
 }
 
 async function idleAnchor(monitor: Monitor) {
   return withServer(anchorServer(['baseline-ws.mjs']), (anchor) =>
     // The anchor keys its clients by ?id=, so each connection gets its own.
-    measured(monitor, ourLoad([...idleLoad(wsUrl(anchor.url, '/ws'), ANCHOR_WS_AUTH, anchor.pid, `${anchor.url}/stats`), '--id-query']), ROOT),
+    measured(monitor, ourLoad([...idleLoad(wsUrl(anchor.url, '/ws'), ['--auth', ANCHOR_WS_AUTH], anchor.pid, `${anchor.url}/stats`), '--id-query']), ROOT),
   );
 }
 

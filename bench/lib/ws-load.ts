@@ -2,7 +2,8 @@
  * Load generator of bench/websocket.ts, started pinned to CPU 1 as `node --import tsx bench/lib/ws-load.ts`.
  * Prints one JSON line on stdout; every phase is time-bounded and every socket is closed before exit.
  *
- *   --mode idle   --url WS --auth A --server-pid P --steps 1000,5000 [--settle 3] [--procs 2] [--id-query] [--count-url URL]
+ *   --mode idle   --url WS (--auth A | --auth-file F.json) --server-pid P --steps 1000,5000 [--settle 3] [--procs 2] [--id-query] [--count-url URL]
+ *       (--auth-file: a JSON array of Authorization values; connection n uses value n mod its length)
  *       Holds connections in --procs child processes (the fd limit is per process), growing through
  *       --steps; after each step and --settle seconds reads the server's VmRSS from /proc.
  *   --mode push   --fixtures F.json --server-pid P --rate R [--duration 10] [--warmup 2] [--inflight 256] [--drain 10]
@@ -32,6 +33,7 @@ const { values: opt } = parseArgs({
     mode: { type: 'string', default: 'idle' },
     url: { type: 'string' },
     auth: { type: 'string' },
+    'auth-file': { type: 'string' },
     'server-pid': { type: 'string' },
     steps: { type: 'string', default: '1000' },
     settle: { type: 'string', default: '3' },
@@ -75,7 +77,7 @@ class SocketPool {
 
   constructor(
     private readonly url: string,
-    private readonly auth: string,
+    private readonly auths: string[],
     private readonly idQuery: boolean,
   ) {}
 
@@ -90,7 +92,7 @@ class SocketPool {
     const one = (id: number) =>
       new Promise<void>((resolve) => {
         const url = this.idQuery ? `${this.url}?id=${id}` : this.url;
-        const socket = new WebSocket(url, { headers: { authorization: this.auth }, perMessageDeflate: false, handshakeTimeout: 15_000 });
+        const socket = new WebSocket(url, { headers: { authorization: this.auths[id % this.auths.length] }, perMessageDeflate: false, handshakeTimeout: 15_000 });
         let settled = false;
         socket.on('open', () => {
           settled = true;
@@ -131,13 +133,13 @@ class RemotePool {
   private readonly pending = new Map<number, (data: unknown) => void>();
   private seq = 0;
 
-  constructor(url: string, auth: string, idQuery: boolean) {
+  constructor(url: string, auths: string[], idQuery: boolean) {
     this.child = fork(fileURLToPath(import.meta.url), ['--child', '--max-runtime', opt['max-runtime']!], { serialization: 'advanced' });
     this.child.on('message', ({ id, data }: { id: number; data: unknown }) => {
       this.pending.get(id)?.(data);
       this.pending.delete(id);
     });
-    void this.call('init', { url, auth, idQuery });
+    void this.call('init', { url, auths, idQuery });
   }
 
   call<T>(cmd: string, args: Record<string, unknown> = {}): Promise<T> {
@@ -159,7 +161,7 @@ function serveChild() {
     const reply = (data: unknown) => process.send!({ id: message.id, data });
     switch (message.cmd) {
       case 'init':
-        pool = new SocketPool(message.url as string, message.auth as string, message.idQuery as boolean);
+        pool = new SocketPool(message.url as string, message.auths as string[], message.idQuery as boolean);
         return reply(true);
       case 'open':
         return reply(await pool.open(message.count as number, message.firstId as number, message.concurrency as number));
@@ -182,7 +184,8 @@ async function idle() {
   const procs = Math.max(1, Number(opt.procs));
   const concurrency = Math.max(1, Math.floor(Number(opt.concurrency) / procs));
   const settleMs = Number(opt.settle) * 1000;
-  const pools = Array.from({ length: procs }, () => new RemotePool(opt.url!, opt.auth!, opt['id-query']!));
+  const auths = opt['auth-file'] ? (JSON.parse(readFileSync(opt['auth-file'], 'utf8')) as string[]) : [opt.auth!];
+  const pools = Array.from({ length: procs }, () => new RemotePool(opt.url!, auths, opt['id-query']!));
   let nextId = 0;
   /** Opens `total` more connections, spread evenly over the pools. */
   const openMore = async (total: number) => {
@@ -199,7 +202,7 @@ async function idle() {
   const held = async () => (await Promise.all(pools.map((pool) => pool.status()))).reduce((sum, s) => sum + s.held, 0);
   try {
     // Warm-up on both servers alike: the first handshakes compile code paths that then stay resident.
-    const warm = new RemotePool(opt.url!, opt.auth!, opt['id-query']!);
+    const warm = new RemotePool(opt.url!, auths, opt['id-query']!);
     await warm.open(100, 1_000_000, 32);
     await warm.close();
     await sleep(settleMs);
