@@ -19,7 +19,7 @@ try {
 }
 
 // A person at a terminal reads lines; a log collector (no terminal) gets JSON.
-const logger = createRootLogger({ level: env.LOG_LEVEL, pretty: process.stdout.isTTY === true, buffered: true });
+const logger = createRootLogger({ level: env.LOG_LEVEL, pretty: process.stdout.isTTY === true });
 let database: DatabaseServer | undefined;
 let app: NestFastifyApplication | undefined;
 

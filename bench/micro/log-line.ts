@@ -10,7 +10,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { createRootLogger } from '../../src/common/logging/logger.js';
 import { RequestLogController } from '../../src/common/logging/request-log.js';
 
-const root = createRootLogger({ level: 'info', destination: pino.destination({ dest: '/dev/null', sync: false, minLength: 4096 }) });
+const root = createRootLogger({ level: 'info', destination: pino.destination({ dest: '/dev/null', sync: false }) });
 const lines = root.child({}, { redact: { paths: [] }, serializers: { req: (value: unknown) => value, res: (value: unknown) => value } });
 const request = { method: 'POST', url: '/public/api/oauth2/token', ip: '127.0.0.1' };
 const N = 200_000;

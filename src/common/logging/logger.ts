@@ -20,24 +20,18 @@ const REDACTED = [
   'private_key_pem',
 ].flatMap((key) => [key, `*.${key}`, `*.*.${key}`]);
 
-/** How much JSON a buffered logger gathers before it writes, and how long it may hold a line. */
-const BUFFER_BYTES = 4096;
-const BUFFER_FLUSH_MS = 1000;
-
 /**
  * JSON lines to stdout by default; the CLI logs to stderr (fd 2), tests to a stream they read.
  * `pretty`: readable lines for a person at a terminal (pino-pretty) instead of JSON.
- * `buffered`: lines are written 4 KiB at a time, and at least once a second (and at exit), rather
- * than one write each: a write per request line cost a busy instance a fifth of its throughput.
  */
-export function createRootLogger(options: { level: string; destination?: 1 | 2 | DestinationStream; pretty?: boolean; buffered?: boolean }): Logger {
+export function createRootLogger(options: { level: string; destination?: 1 | 2 | DestinationStream; pretty?: boolean }): Logger {
   const fd = typeof options.destination === 'number' ? options.destination : 1;
   const destination =
     typeof options.destination === 'object'
       ? options.destination
       : options.pretty
         ? pretty({ destination: fd, colorize: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,service' })
-        : jsonLines(fd, options.buffered === true);
+        : pino.destination({ fd, sync: false });
   return pino(
     {
       level: options.level,
@@ -58,14 +52,6 @@ export function createRootLogger(options: { level: string; destination?: 1 | 2 |
     },
     destination,
   );
-}
-
-function jsonLines(fd: number, buffered: boolean): DestinationStream {
-  if (!buffered) return pino.destination({ fd, sync: false });
-  // pino writes what is left synchronously when the process exits.
-  const destination = pino.destination({ fd, sync: false, minLength: BUFFER_BYTES });
-  setInterval(() => destination.flush(), BUFFER_FLUSH_MS).unref();
-  return destination;
 }
 
 /** Contexts of Nest's own start-up chatter (modules loaded, routes mapped): debug, not info. */
