@@ -7,9 +7,9 @@ import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fa
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import type { Logger } from 'pino';
 import { AppModule } from './app.module.js';
-import { RequestDeadlineError } from './common/errors/temporarily-unavailable.js';
 import { answerClientError, answerFrameworkError } from './common/http/client-errors.js';
 import { httpServerFactory } from './common/http/http-server-factory.js';
+import { answerLateRequests } from './common/http/request-deadlines.js';
 import { depthLimitedJsonParser } from './common/http/json-body-parser.js';
 import { answerUpgradesOverHttp } from './common/http/upgrade-fallback.js';
 import { PinoLoggerService } from './common/logging/logger.js';
@@ -57,7 +57,7 @@ export async function createApp(env: Env, databaseUrl: string, logger: Logger): 
   adapter.getInstance().addHook('onRoute', (route) => {
     if (route.url === BATCH_PUBLISH_PATH) route.bodyLimit = env.PUBLISH_BATCH_MAX_BYTES;
   });
-  answerLateRequests(adapter, env.REQUEST_TIMEOUT_MS);
+  answerLateRequests(adapter.getInstance(), env.REQUEST_TIMEOUT_MS);
 
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(env, databaseUrl), adapter, {
     logger: new PinoLoggerService(logger),
@@ -100,30 +100,10 @@ const OPENAPI_DESCRIPTION = `Device sign-in (the OAuth 2.0 helper, the standard 
 
 This document is served at \`/docs\` (and as JSON at \`/docs-json\`).`;
 
-/**
- * A request still unanswered after `timeoutMs` gets a 503 with Retry-After in its route's error
- * format (the error goes through the exception filters). Its database work is bounded by the
- * pool's timeouts already; this bounds what they cannot see, such as a server that vanished
- * without closing its connections.
- */
-function answerLateRequests(adapter: FastifyAdapter, timeoutMs: number) {
-  const fastify = adapter.getInstance();
-  const deadlines = new WeakMap<object, NodeJS.Timeout>();
-  fastify.addHook('onRequest', (request, reply, done) => {
-    deadlines.set(request, setTimeout(() => reply.sent || reply.send(new RequestDeadlineError(timeoutMs)), timeoutMs));
-    done();
-  });
-  fastify.addHook('onResponse', (request, _reply, done) => {
-    clearTimeout(deadlines.get(request));
-    done();
-  });
-}
-
 /** Latency per route pattern (not per URL, which would explode the label set). */
 function recordHttpLatency(adapter: FastifyAdapter, metrics: Metrics) {
   adapter.getInstance().addHook('onResponse', (request, reply, done) => {
-    const route = request.routeOptions.url ?? 'unmatched';
-    metrics.httpDuration.observe({ method: request.method, route, status: reply.statusCode }, reply.elapsedTime / 1000);
+    metrics.observeHttp(request.method, request.routeOptions.url ?? 'unmatched', reply.statusCode, reply.elapsedTime / 1000);
     done();
   });
 }

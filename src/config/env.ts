@@ -292,7 +292,8 @@ export class InvalidConfigError extends Error {
   }
 }
 
-const trimSlash = (url: string) => url.replace(/\/+$/, '');
+/** Read on every token check: the usual URL, without a trailing slash, skips the regular expression. */
+const trimSlash = (url: string) => (url.endsWith('/') ? url.replace(/\/+$/, '') : url);
 
 function isAbsoluteUrlWithoutFragment(value: string): boolean {
   try {
