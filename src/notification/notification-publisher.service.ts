@@ -14,10 +14,10 @@ const MAX_BATCH = 500;
 /** Transactions under way at once: one that waits (a lock, a slow statement) holds up only its own publishes. */
 const CONCURRENT_BATCHES = 4;
 /**
- * A recipient whose lock is held elsewhere is usually held by another instance's transaction,
- * which commits within milliseconds: its publishes go into the next shared transaction. Found busy
- * for this long, the lock looks stuck, and the recipient goes alone (waiting for its lock) so it
- * no longer rides in everybody's transactions.
+ * A shared transaction waits a moment for a recipient's lock (other instances hold it for
+ * milliseconds); one still held then is reported busy, and its publishes go into the next shared
+ * transaction. Found busy for this long, the lock looks stuck, and the recipient goes alone
+ * (waiting for its lock) so it no longer holds up everybody's transactions.
  */
 const BUSY_BEFORE_ALONE_MS = 200;
 /** How long a recipient found stuck keeps to transactions of its own. */
@@ -39,9 +39,9 @@ type PublishOutcome = InsertOutcome | { error: unknown };
  * Stores a notification durably; the 202 `{id}` is only answered after the commit. Concurrent
  * publishes share transactions (PostgreSQL commits transactions that NOTIFY one at a time, so a
  * transaction each would cap the publish rate at one commit flush per notification). Sharing
- * never makes one publish fail or wait for another: a recipient whose lock is held elsewhere is
- * left out and published on its own, and a transaction PostgreSQL refuses is retried one publish
- * at a time.
+ * never makes one publish fail, nor wait long for another: a recipient whose lock stays held
+ * elsewhere is left out and published on its own, and a transaction PostgreSQL refuses is retried
+ * one publish at a time.
  */
 @Injectable()
 export class NotificationPublisher {

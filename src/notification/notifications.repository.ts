@@ -1,12 +1,19 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, type EntityManager } from 'typeorm';
+import { Env } from '../config/env.js';
+import { databaseUnavailableReason } from '../database/database-unavailable.js';
 import type { CursorSave } from './cursor-book.js';
 
 /** The channel that wakes every instance after a publish commits; its payload is the recipient. */
 export const NOTIFICATION_CHANNEL = 'vc_notification';
 /** First key of the per-recipient publish lock (the second is the recipient's hash); any constant unused elsewhere. */
 const PUBLISH_LOCK_CLASS = 7_042_002;
+/**
+ * How long a batch of several recipients waits for their locks. Other instances' transactions
+ * hold them for milliseconds; a lock held longer is taken to be stuck.
+ */
+const SHARED_LOCK_WAIT_MS = 200;
 
 export interface NewNotification {
   recipient: string;
@@ -57,7 +64,11 @@ const dedupeKey = (recipient: string, correlationId: string, status: string) => 
 
 @Injectable()
 export class NotificationsRepository {
-  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
+  private readonly lockTimeoutMs: number;
+
+  constructor(@InjectDataSource() private readonly dataSource: DataSource, env: Env) {
+    this.lockTimeoutMs = env.DATABASE_LOCK_TIMEOUT_MS;
+  }
 
   /**
    * Stores notifications in one transaction and wakes the instances once per recipient (NOTIFY
@@ -68,29 +79,66 @@ export class NotificationsRepository {
    * Each recipient's publishes are serialised by a transaction-scoped advisory lock, so their
    * `seq` order is their commit order. Without it, two concurrent publishes could commit out of
    * seq order, and a reader that already sent the higher seq (its cursor) would skip the lower
-   * one for good. A batch of several recipients only tries their locks: the publishes of a
-   * recipient whose lock is held elsewhere are left out (`recipientBusy`), so a stuck recipient
-   * never holds the others up. A batch of one recipient waits for its lock (up to lock_timeout).
+   * one for good. A batch takes its recipients' locks in one order, the same everywhere, so
+   * transactions of several instances queue behind each other instead of deadlocking; it waits
+   * briefly. If a lock is not had by then, it is probably stuck: the batch starts again and only
+   * tries the locks, and the publishes of a recipient whose lock is held are left out
+   * (`recipientBusy`), so a stuck recipient never holds the others up. A batch of one recipient
+   * waits for its lock (up to lock_timeout).
    */
   async insertBatch(batch: NewNotification[]): Promise<InsertOutcome[]> {
+    const recipients = [...new Set(batch.map((notification) => notification.recipient))];
+    if (recipients.length === 1) return this.storeLocked(batch, (manager) => this.waitForLock(manager, recipients[0]));
+    try {
+      return await this.storeLocked(batch, (manager) => this.waitForLocks(manager, recipients, SHARED_LOCK_WAIT_MS));
+    } catch (error) {
+      if (databaseUnavailableReason(error) !== 'lock') throw error;
+      return this.storeLocked(batch, (manager) => this.tryLocks(manager, recipients));
+    }
+  }
+
+  /** Takes one recipient's lock, waiting up to the session's lock_timeout. */
+  private async waitForLock(manager: EntityManager, recipient: string): Promise<Set<string>> {
+    await manager.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [PUBLISH_LOCK_CLASS, recipient]);
+    return new Set();
+  }
+
+  /**
+   * Takes the recipients' locks in the order of their keys, waiting at most `waitMs` for each, and
+   * puts the session's lock_timeout back for the rest of the transaction. One statement: the
+   * timeout is set in the WHERE clause, which PostgreSQL evaluates for a row before its SELECT list
+   * takes the lock, and the ordered subquery feeds the aggregate in order.
+   */
+  private async waitForLocks(manager: EntityManager, recipients: string[], waitMs: number): Promise<Set<string>> {
+    await manager.query(
+      `SELECT set_config('lock_timeout', $4, true) FROM (
+         SELECT count(pg_advisory_xact_lock($1, key)) FROM (
+           SELECT DISTINCT hashtext(recipient) AS key FROM unnest($2::text[]) AS recipient ORDER BY key) AS keys
+         WHERE set_config('lock_timeout', $3, true) IS NOT NULL) AS locked`,
+      [PUBLISH_LOCK_CLASS, recipients, `${waitMs}ms`, `${this.lockTimeoutMs}ms`],
+    );
+    return new Set();
+  }
+
+  /** Takes the locks that are free; returns the recipients whose lock is held elsewhere. */
+  private async tryLocks(manager: EntityManager, recipients: string[]): Promise<Set<string>> {
+    const refused: { recipient: string }[] = await manager.query(
+      `SELECT recipient FROM unnest($2::text[]) AS recipient WHERE NOT pg_try_advisory_xact_lock($1, hashtext(recipient))`,
+      [PUBLISH_LOCK_CLASS, recipients],
+    );
+    return new Set(refused.map(({ recipient }) => recipient));
+  }
+
+  /** One transaction: the locks `lock` takes, then the batch's publishes except those of the recipients it reports busy. */
+  private storeLocked(batch: NewNotification[], lock: (manager: EntityManager) => Promise<Set<string>>): Promise<InsertOutcome[]> {
     // One proposal per key: PostgreSQL refuses an upsert that touches one row twice in a command.
     const firsts = new Map<string, NewNotification>();
     for (const notification of batch) {
       const key = dedupeKey(notification.recipient, notification.correlationId, notification.status);
       if (!firsts.has(key)) firsts.set(key, notification);
     }
-    const recipients = [...new Set(batch.map((notification) => notification.recipient))];
     return this.dataSource.transaction(async (manager) => {
-      const busy = new Set<string>();
-      if (recipients.length === 1) {
-        await manager.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [PUBLISH_LOCK_CLASS, recipients[0]]);
-      } else {
-        const refused: { recipient: string }[] = await manager.query(
-          `SELECT recipient FROM unnest($2::text[]) AS recipient WHERE NOT pg_try_advisory_xact_lock($1, hashtext(recipient))`,
-          [PUBLISH_LOCK_CLASS, recipients],
-        );
-        for (const { recipient } of refused) busy.add(recipient);
-      }
+      const busy = await lock(manager);
       const unique = [...firsts.values()].filter((notification) => !busy.has(notification.recipient));
       // In batch order (seq follows it); unknown recipients are left out rather than failing the batch.
       // created_at is the clock at insert, after the lock wait: a connection that opened before it

@@ -1,0 +1,80 @@
+import { randomUUID } from 'node:crypto';
+import { DataSource } from 'typeorm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Env } from '../../src/config/env.js';
+import { dataSourceOptions, runMigrations } from '../../src/database/data-source.js';
+import { type InsertOutcome, type NewNotification, NotificationsRepository } from '../../src/notification/notifications.repository.js';
+import { createTestDatabase, query } from '../setup/database.js';
+
+/** The service's per-recipient publish lock: pg_advisory_xact_lock(7042002, hashtext(recipient)). */
+const PUBLISH_LOCK_CLASS = 7_042_002;
+const LIMITS = { connectTimeoutMs: 5_000, statementTimeoutMs: 5_000, lockTimeoutMs: 2_000 };
+const RECIPIENTS = Array.from({ length: 30 }, (_, index) => `recipient-${String(index).padStart(2, '0')}`);
+
+/** Publishing on a real PostgreSQL, with two repositories on pools of their own, as two instances of the service. */
+describe('NotificationsRepository.insertBatch', () => {
+  let url: string;
+  const dataSources: DataSource[] = [];
+  let instances: NotificationsRepository[];
+
+  beforeAll(async () => {
+    url = await createTestDatabase();
+    const env = Object.assign(new Env(), { DATABASE_LOCK_TIMEOUT_MS: LIMITS.lockTimeoutMs });
+    for (let index = 0; index < 2; index++) dataSources.push(await new DataSource(await dataSourceOptions(url, 6, LIMITS)).initialize());
+    await runMigrations(dataSources[0]);
+    instances = dataSources.map((dataSource) => new NotificationsRepository(dataSource, env));
+    for (const id of RECIPIENTS) await query(url, `INSERT INTO clients (id, name, grants, secret_hash) VALUES ($1, $1, '{}', '\\x00')`, [id]);
+  });
+  afterAll(async () => {
+    for (const dataSource of dataSources) await dataSource.destroy();
+  });
+
+  const notification = (recipient: string): NewNotification => ({
+    recipient,
+    correlationId: randomUUID(),
+    status: 'COMPLETED',
+    payload: '{}',
+    publishedBy: null,
+    retentionSeconds: 3600,
+  });
+  const stored = (outcomes: InsertOutcome[]) => outcomes.filter((outcome) => 'stored' in outcome && outcome.stored).length;
+
+  it('stores every publish of overlapping batches that two instances write at once, whatever order their recipients come in', async () => {
+    for (let round = 0; round < 10; round++) {
+      const batches = Array.from({ length: 8 }, (_, index) => {
+        const recipients = index % 2 === 0 ? RECIPIENTS : [...RECIPIENTS].reverse();
+        return { instance: instances[index % 2], batch: recipients.map(notification) };
+      });
+      const outcomes = await Promise.all(batches.map(({ instance, batch }) => instance.insertBatch(batch)));
+      // Waiting in one order everywhere: no recipient left out as busy, no deadlock failing a batch.
+      expect(outcomes.map(stored)).toEqual(batches.map(() => RECIPIENTS.length));
+    }
+    const [{ count }] = await query<{ count: string }>(url, 'SELECT count(*) FROM notifications');
+    expect(Number(count)).toBe(10 * 8 * RECIPIENTS.length);
+  });
+
+  it("leaves out, after a short wait, only the recipient whose lock another session holds, and keeps that session's lock_timeout", async () => {
+    const holder = await dataSources[1].createQueryRunner();
+    await holder.connect();
+    const [locked, ...free] = RECIPIENTS.slice(0, 4);
+    try {
+      await holder.query('SELECT pg_advisory_lock($1, hashtext($2))', [PUBLISH_LOCK_CLASS, locked]);
+      const started = performance.now();
+      const outcomes = await instances[0].insertBatch([locked, ...free].map(notification));
+      const elapsedMs = performance.now() - started;
+      expect(outcomes[0]).toEqual({ recipientBusy: true });
+      expect(stored(outcomes.slice(1))).toBe(free.length);
+      // It waited briefly for the lock, then tried again without it: well under the session's lock_timeout.
+      expect(elapsedMs).toBeGreaterThanOrEqual(150);
+      expect(elapsedMs).toBeLessThan(LIMITS.lockTimeoutMs);
+      // A lone recipient still waits up to lock_timeout, the session's own, which the short wait did not change.
+      const lone = performance.now();
+      await expect(instances[0].insertBatch([notification(locked)])).rejects.toMatchObject({ driverError: { code: '55P03' } });
+      expect(performance.now() - lone).toBeGreaterThanOrEqual(LIMITS.lockTimeoutMs - 100);
+    } finally {
+      await holder.query('SELECT pg_advisory_unlock_all()');
+      await holder.release();
+    }
+    expect(stored(await instances[0].insertBatch([notification(locked), notification(free[0])]))).toBe(2);
+  });
+});
