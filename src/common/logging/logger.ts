@@ -1,6 +1,7 @@
 import type { LoggerService } from '@nestjs/common';
 import { type DestinationStream, pino, type Logger } from 'pino';
 import pretty from 'pino-pretty';
+import { TurnBufferedDestination } from './turn-buffered-destination.js';
 
 /**
  * Paths pino blanks out wherever they appear. Request logs carry the path only (no query, no
@@ -21,7 +22,8 @@ const REDACTED = [
 ].flatMap((key) => [key, `*.${key}`, `*.*.${key}`]);
 
 /**
- * JSON lines to stdout by default; the CLI logs to stderr (fd 2), tests to a stream they read.
+ * JSON lines to stdout by default (written once per round of the event loop), the CLI to stderr
+ * (fd 2), tests to a stream they read.
  * `pretty`: readable lines for a person at a terminal (pino-pretty) instead of JSON.
  */
 export function createRootLogger(options: { level: string; destination?: 1 | 2 | DestinationStream; pretty?: boolean }): Logger {
@@ -31,7 +33,7 @@ export function createRootLogger(options: { level: string; destination?: 1 | 2 |
       ? options.destination
       : options.pretty
         ? pretty({ destination: fd, colorize: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,service' })
-        : pino.destination({ fd, sync: false });
+        : new TurnBufferedDestination(fd);
   return pino(
     {
       level: options.level,
