@@ -3,6 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, type EntityManager } from 'typeorm';
 import { Env } from '../config/env.js';
 import { databaseUnavailableReason } from '../database/database-unavailable.js';
+import { PreparedStatement } from '../database/prepared-statement.js';
 import type { CursorSave } from './cursor-book.js';
 
 /** The channel that wakes every instance after a publish commits; its payload is the recipient. */
@@ -62,6 +63,51 @@ const COMMIT_MARGIN_MS = 1_000;
 
 const dedupeKey = (recipient: string, correlationId: string, status: string) => `${recipient}\n${correlationId}\n${status}`;
 
+// A publish transaction's statements, prepared once per connection: planning them took as long as running them.
+
+const LOCK_ONE = new PreparedStatement('publish-lock-one', 'SELECT pg_advisory_xact_lock($1, hashtext($2))');
+
+/**
+ * The recipients' locks in the order of their keys, each waited for at most $3, then the session's
+ * lock_timeout ($4) back for the rest of the transaction. The short timeout is set in the WHERE
+ * clause, which PostgreSQL evaluates for a row before the aggregate takes that row's lock, and the
+ * ordered subquery feeds the aggregate in order.
+ */
+const LOCK_IN_ORDER = new PreparedStatement(
+  'publish-lock-in-order',
+  `SELECT set_config('lock_timeout', $4, true) FROM (
+     SELECT count(pg_advisory_xact_lock($1, key)) FROM (
+       SELECT DISTINCT hashtext(recipient) AS key FROM unnest($2::text[]) AS recipient ORDER BY key) AS keys
+     WHERE set_config('lock_timeout', $3, true) IS NOT NULL) AS locked`,
+);
+
+const TRY_LOCKS = new PreparedStatement<{ recipient: string }>(
+  'publish-try-locks',
+  'SELECT recipient FROM unnest($2::text[]) AS recipient WHERE NOT pg_try_advisory_xact_lock($1, hashtext(recipient))',
+);
+
+/**
+ * In batch order (seq follows it); unknown recipients are left out rather than failing the batch.
+ * created_at is the clock at insert, after the lock wait: a connection that opened before it
+ * compares it with its own opening time (see deliveryStarts).
+ */
+const INSERT = new PreparedStatement<{ id: string; recipient: string; correlation_id: string; status: string }>(
+  'publish-insert',
+  `INSERT INTO notifications (recipient, correlation_id, status, payload, published_by, expires_at, created_at)
+   SELECT n.recipient, n.correlation_id, n.status, n.payload, n.published_by, now() + make_interval(secs => n.retention), clock_timestamp()
+   FROM unnest($1::text[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::float8[]) WITH ORDINALITY
+     AS n (recipient, correlation_id, status, payload, published_by, retention, position)
+   WHERE EXISTS (SELECT 1 FROM clients WHERE id = n.recipient AND deleted_at IS NULL)
+   ORDER BY n.position
+   ON CONFLICT (recipient, correlation_id, status) DO UPDATE
+     SET seq = nextval('notifications_seq_seq'), id = gen_random_uuid(), payload = EXCLUDED.payload,
+         published_by = EXCLUDED.published_by, created_at = clock_timestamp(), expires_at = EXCLUDED.expires_at
+     WHERE notifications.expires_at <= now()
+   RETURNING id, recipient, correlation_id, status`,
+);
+
+const WAKE = new PreparedStatement('publish-wake', `SELECT pg_notify('${NOTIFICATION_CHANNEL}', recipient) FROM unnest($1::text[]) AS recipient`);
+
 @Injectable()
 export class NotificationsRepository {
   private readonly lockTimeoutMs: number;
@@ -99,33 +145,19 @@ export class NotificationsRepository {
 
   /** Takes one recipient's lock, waiting up to the session's lock_timeout. */
   private async waitForLock(manager: EntityManager, recipient: string): Promise<Set<string>> {
-    await manager.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [PUBLISH_LOCK_CLASS, recipient]);
+    await LOCK_ONE.runIn(manager, [PUBLISH_LOCK_CLASS, recipient]);
     return new Set();
   }
 
-  /**
-   * Takes the recipients' locks in the order of their keys, waiting at most `waitMs` for each, and
-   * puts the session's lock_timeout back for the rest of the transaction. One statement: the
-   * timeout is set in the WHERE clause, which PostgreSQL evaluates for a row before its SELECT list
-   * takes the lock, and the ordered subquery feeds the aggregate in order.
-   */
+  /** Takes the recipients' locks in the order of their keys, waiting at most `waitMs` for each (see LOCK_IN_ORDER). */
   private async waitForLocks(manager: EntityManager, recipients: string[], waitMs: number): Promise<Set<string>> {
-    await manager.query(
-      `SELECT set_config('lock_timeout', $4, true) FROM (
-         SELECT count(pg_advisory_xact_lock($1, key)) FROM (
-           SELECT DISTINCT hashtext(recipient) AS key FROM unnest($2::text[]) AS recipient ORDER BY key) AS keys
-         WHERE set_config('lock_timeout', $3, true) IS NOT NULL) AS locked`,
-      [PUBLISH_LOCK_CLASS, recipients, `${waitMs}ms`, `${this.lockTimeoutMs}ms`],
-    );
+    await LOCK_IN_ORDER.runIn(manager, [PUBLISH_LOCK_CLASS, recipients, `${waitMs}ms`, `${this.lockTimeoutMs}ms`]);
     return new Set();
   }
 
   /** Takes the locks that are free; returns the recipients whose lock is held elsewhere. */
   private async tryLocks(manager: EntityManager, recipients: string[]): Promise<Set<string>> {
-    const refused: { recipient: string }[] = await manager.query(
-      `SELECT recipient FROM unnest($2::text[]) AS recipient WHERE NOT pg_try_advisory_xact_lock($1, hashtext(recipient))`,
-      [PUBLISH_LOCK_CLASS, recipients],
-    );
+    const refused = await TRY_LOCKS.runIn(manager, [PUBLISH_LOCK_CLASS, recipients]);
     return new Set(refused.map(({ recipient }) => recipient));
   }
 
@@ -143,29 +175,16 @@ export class NotificationsRepository {
       // In batch order (seq follows it); unknown recipients are left out rather than failing the batch.
       // created_at is the clock at insert, after the lock wait: a connection that opened before it
       // compares it with its own opening time (see deliveryStarts).
-      const stored: { id: string; recipient: string; correlation_id: string; status: string }[] = await manager.query(
-        `INSERT INTO notifications (recipient, correlation_id, status, payload, published_by, expires_at, created_at)
-         SELECT n.recipient, n.correlation_id, n.status, n.payload, n.published_by, now() + make_interval(secs => n.retention), clock_timestamp()
-         FROM unnest($1::text[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::float8[]) WITH ORDINALITY
-           AS n (recipient, correlation_id, status, payload, published_by, retention, position)
-         WHERE EXISTS (SELECT 1 FROM clients WHERE id = n.recipient AND deleted_at IS NULL)
-         ORDER BY n.position
-         ON CONFLICT (recipient, correlation_id, status) DO UPDATE
-           SET seq = nextval('notifications_seq_seq'), id = gen_random_uuid(), payload = EXCLUDED.payload,
-               published_by = EXCLUDED.published_by, created_at = clock_timestamp(), expires_at = EXCLUDED.expires_at
-           WHERE notifications.expires_at <= now()
-         RETURNING id, recipient, correlation_id, status`,
-        [
-          unique.map((notification) => notification.recipient),
-          unique.map((notification) => notification.correlationId),
-          unique.map((notification) => notification.status),
-          unique.map((notification) => notification.payload),
-          unique.map((notification) => notification.publishedBy),
-          unique.map((notification) => notification.retentionSeconds),
-        ],
-      );
+      const stored = await INSERT.runIn(manager, [
+        unique.map((notification) => notification.recipient),
+        unique.map((notification) => notification.correlationId),
+        unique.map((notification) => notification.status),
+        unique.map((notification) => notification.payload),
+        unique.map((notification) => notification.publishedBy),
+        unique.map((notification) => notification.retentionSeconds),
+      ]);
       const woken = [...new Set(stored.map((row) => row.recipient))];
-      if (woken.length > 0) await manager.query(`SELECT pg_notify('${NOTIFICATION_CHANNEL}', recipient) FROM unnest($1::text[]) AS recipient`, [woken]);
+      if (woken.length > 0) await WAKE.runIn(manager, [woken]);
 
       const storedIds = new Map(stored.map((row) => [dedupeKey(row.recipient, row.correlation_id, row.status), row.id]));
       // Neither stored now nor earlier in this batch: a repeat of a live stored row, or a recipient that is not a client.
