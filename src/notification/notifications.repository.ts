@@ -136,7 +136,7 @@ export class NotificationsRepository {
     const recipients = [...new Set(batch.map((notification) => notification.recipient))];
     if (recipients.length === 1) return this.storeLocked(batch, (manager) => this.waitForLock(manager, recipients[0]));
     try {
-      return await this.storeLocked(batch, (manager) => this.waitForLocks(manager, recipients, SHARED_LOCK_WAIT_MS));
+      return await this.storeLocked(batch, (manager) => this.waitForLocks(manager, recipients));
     } catch (error) {
       if (databaseUnavailableReason(error) !== 'lock') throw error;
       return this.storeLocked(batch, (manager) => this.tryLocks(manager, recipients));
@@ -149,9 +149,9 @@ export class NotificationsRepository {
     return new Set();
   }
 
-  /** Takes the recipients' locks in the order of their keys, waiting at most `waitMs` for each (see LOCK_IN_ORDER). */
-  private async waitForLocks(manager: EntityManager, recipients: string[], waitMs: number): Promise<Set<string>> {
-    await LOCK_IN_ORDER.runIn(manager, [PUBLISH_LOCK_CLASS, recipients, `${waitMs}ms`, `${this.lockTimeoutMs}ms`]);
+  /** Takes the recipients' locks in the order of their keys, waiting at most SHARED_LOCK_WAIT_MS for each (see LOCK_IN_ORDER). */
+  private async waitForLocks(manager: EntityManager, recipients: string[]): Promise<Set<string>> {
+    await LOCK_IN_ORDER.runIn(manager, [PUBLISH_LOCK_CLASS, recipients, `${SHARED_LOCK_WAIT_MS}ms`, `${this.lockTimeoutMs}ms`]);
     return new Set();
   }
 
