@@ -172,9 +172,6 @@ export class NotificationsRepository {
     return this.dataSource.transaction(async (manager) => {
       const busy = await lock(manager);
       const unique = [...firsts.values()].filter((notification) => !busy.has(notification.recipient));
-      // In batch order (seq follows it); unknown recipients are left out rather than failing the batch.
-      // created_at is the clock at insert, after the lock wait: a connection that opened before it
-      // compares it with its own opening time (see deliveryStarts).
       const stored = await INSERT.runIn(manager, [
         unique.map((notification) => notification.recipient),
         unique.map((notification) => notification.correlationId),
