@@ -8,6 +8,7 @@ import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import type { Logger } from 'pino';
 import { AppModule } from './app.module.js';
 import { answerClientError, answerFrameworkError } from './common/http/client-errors.js';
+import { closeAfterEarlyAnswers } from './common/http/early-answers.js';
 import { httpServerFactory } from './common/http/http-server-factory.js';
 import { answerLateRequests } from './common/http/request-deadlines.js';
 import { depthLimitedJsonParser } from './common/http/json-body-parser.js';
@@ -58,6 +59,7 @@ export async function createApp(env: Env, databaseUrl: string, logger: Logger): 
     if (route.url === BATCH_PUBLISH_PATH) route.bodyLimit = env.PUBLISH_BATCH_MAX_BYTES;
   });
   answerLateRequests(adapter.getInstance(), env.REQUEST_TIMEOUT_MS);
+  closeAfterEarlyAnswers(adapter.getInstance());
 
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(env, databaseUrl), adapter, {
     logger: new PinoLoggerService(logger),

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { ClientsService } from '../clients/clients.service.js';
+import { errorDescription } from '../common/errors/error-description.js';
 import { Env } from '../config/env.js';
 import { InvalidJwt } from '../keys/jwt-signer.service.js';
 import { type AccessTokenClaims, AccessTokens } from '../token/access-tokens.service.js';
@@ -73,5 +74,6 @@ export class BearerAuthenticator {
   }
 }
 
+// RFC 6750 §3 allows error_description the same characters as RFC 6749 §5.2, inside quotes.
 const invalidToken = (description: string) =>
-  new BearerRejection(401, `Bearer ${REALM}, error="invalid_token", error_description="${description}"`, description);
+  new BearerRejection(401, `Bearer ${REALM}, error="invalid_token", error_description="${errorDescription(description)}"`, description);

@@ -1,3 +1,5 @@
+import { errorDescription } from '../common/errors/error-description.js';
+
 /**
  * RFC 6749 §5.2 error codes, plus RFC 7009's unsupported_token_type, RFC 8707's invalid_target
  * and the device grant's answers to a poll (RFC 8628 §3.5).
@@ -27,18 +29,23 @@ const STATUS_BY_ERROR: Partial<Record<OAuthErrorCode, number>> = {
   temporarily_unavailable: 503,
 };
 
-/** An error of an OAuth endpoint, answered as `{ error, error_description }`. */
+/**
+ * An error of an OAuth endpoint, answered as `{ error, error_description }`. The description is
+ * kept in RFC 6749 §5.2's characters and length (errorDescription): it may quote the request.
+ */
 export class OAuthError extends Error {
   readonly status: number;
+  readonly description: string;
   /** invalid_client only: the client authenticated with HTTP Basic, so the 401 names the scheme. */
   readonly basicChallenge: boolean;
 
   constructor(
     readonly error: OAuthErrorCode,
-    readonly description: string,
+    description: string,
     options: { status?: number; basicChallenge?: boolean } = {},
   ) {
-    super(description);
+    super(errorDescription(description));
+    this.description = this.message;
     this.name = 'OAuthError';
     this.basicChallenge = options.basicChallenge ?? false;
     this.status = options.status ?? STATUS_BY_ERROR[error] ?? 400;

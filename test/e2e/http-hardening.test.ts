@@ -475,3 +475,69 @@ describe('/metrics', () => {
     await expect(startTestApp({ METRICS_ALLOWED_CIDRS: '10.0.0.0/8, 10.0.0.0/33' })).rejects.toThrow(/METRICS_ALLOWED_CIDRS.*10\.0\.0\.0\/33/);
   });
 });
+
+interface TrickleAnswer extends Pick<RawAnswer, 'status' | 'headers' | 'body'> {
+  /** Milliseconds from the answer's headers until the connection was gone; undefined when the server kept it. */
+  closedAfterAnswerMs?: number;
+}
+
+/**
+ * Sends `head` (a request announcing a body) and then the body a byte every 50 ms, going on after
+ * the answer, and after the server's FIN too (the socket is half-open), as a trickling client
+ * would, until the connection is gone — the server destroyed its end — or `timeoutMs` passes.
+ */
+function trickle(port: number, head: string, timeoutMs: number): Promise<TrickleAnswer> {
+  return new Promise((resolve) => {
+    const socket = connectTcp({ port, host: '127.0.0.1', allowHalfOpen: true });
+    let received = '';
+    let answeredAt: number | undefined;
+    const finish = (closed: boolean) => {
+      clearInterval(drip);
+      clearTimeout(timer);
+      socket.destroy();
+      const closedAfterAnswerMs = closed && answeredAt !== undefined ? Date.now() - answeredAt : undefined;
+      resolve({ ...parseAnswer(received), closedAfterAnswerMs });
+    };
+    const timer = setTimeout(() => finish(false), timeoutMs);
+    const drip = setInterval(() => socket.writable && socket.write('x'), 50);
+    socket.on('data', (data) => {
+      received += data.toString('latin1');
+      if (answeredAt === undefined && received.includes('\r\n\r\n')) answeredAt = Date.now();
+    });
+    socket.on('error', () => {});
+    socket.on('close', () => finish(true));
+    socket.write(`${head}grant_type=`);
+  });
+}
+
+describe('a client that trickles a body it was already answered for', () => {
+  let app: TestApp;
+  beforeAll(async () => {
+    // The receive timeout is far away: it is not what closes these connections.
+    app = await startTestApp({ REQUEST_TIMEOUT_MS: '1000', HTTP_RECEIVE_TIMEOUT_MS: '60000' });
+  });
+  afterAll(() => app.close());
+
+  const form = (length: number, contentType = 'application/x-www-form-urlencoded') =>
+    request('POST /sso/token HTTP/1.1', { 'Content-Type': contentType, 'Content-Length': String(length) });
+
+  it.each([
+    ['413 to a Content-Length over the limit', form(100_000), 413],
+    ['415 to a media type it does not read', form(60_000, 'text/csv'), 415],
+    ['503 at the request deadline (REQUEST_TIMEOUT_MS)', form(60_000), 503],
+  ])('answers %s with Connection: close and drops the connection within 2 s while the client goes on sending', async (_case, head, status) => {
+    const answer = await trickle(portOf(app), head, 8000);
+    expect(answer.status).toBe(status);
+    expect(answer.headers.connection).toBe('close');
+    expect(answer.closedAfterAnswerMs).toBeDefined();
+    expect(answer.closedAfterAnswerMs).toBeLessThan(2000);
+  });
+
+  it('keeps a keep-alive connection open after a request whose body it read', async () => {
+    const body = 'grant_type=nothing';
+    const answer = await exchange(portOf(app), [request('POST /sso/token HTTP/1.1', { 'Content-Type': 'application/x-www-form-urlencoded' }, body)], { timeoutMs: 1500 });
+    expect(answer.status).toBe(400);
+    expect(answer.headers.connection).toBe('keep-alive');
+    expect(answer.closed).toBe(false);
+  });
+});
