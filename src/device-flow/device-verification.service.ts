@@ -86,7 +86,7 @@ export class DeviceVerificationService {
       return page(refusal.status, deviceSignInPage({ ...this.view(found, csrfToken), username, error: refusal.message }), refusal.retryAfter);
     }
     const approvalNonce = randomToken(32);
-    if (!(await this.deviceCodes.signIn(found.userCode, attempt.user.id, sha256(approvalNonce)))) return this.codeGone(csrfToken);
+    if (!(await this.deviceCodes.signIn(found.userCode, attempt.user.id, attempt.user.tokensValidAfter, sha256(approvalNonce)))) return this.codeGone(csrfToken);
     const scopes = found.scope?.split(' ') ?? [];
     return page(200, approvalPage({ ...this.view(found, csrfToken), username: attempt.user.username, scopes, approvalNonce }));
   }

@@ -9,6 +9,11 @@ export class InvalidJwt extends Error {}
 
 const ALLOWED_ALGS = ['ES256', 'RS256'] as const;
 
+/** Signing with one key, fetched beforehand: nothing in `sign` reads the database. */
+export interface JwtSigning {
+  sign(claims: Record<string, unknown>, options: SignOptions): Promise<string>;
+}
+
 export interface SignOptions {
   /** JOSE `typ` header: what kind of token this is (RFC 8725 §3.11 explicit typing). */
   typ: string;
@@ -48,9 +53,21 @@ export class JwtSigner {
 
   /** Adds `iat` and `exp` (`iat` + the lifetime) to the claims and signs with the active key. */
   async sign(claims: Record<string, unknown>, options: SignOptions): Promise<string> {
+    return (await this.prepare()).sign(claims, options);
+  }
+
+  /**
+   * The active key, fetched now (a reload of the keys may fail, or wait on the database): a
+   * caller that must not commit what it cannot sign prepares first, then commits, then signs.
+   */
+  async prepare(): Promise<JwtSigning> {
     const key = await this.keys.signingKey();
-    const iat = Math.floor(Date.now() / 1000);
-    return signCompactJws(key, options.typ, { ...claims, iat, exp: iat + options.expiresInSeconds });
+    return {
+      sign: async (claims, options) => {
+        const iat = Math.floor(Date.now() / 1000);
+        return signCompactJws(key, options.typ, { ...claims, iat, exp: iat + options.expiresInSeconds });
+      },
+    };
   }
 
   /** The JOSE header, or null for anything that does not decode (jws throws SyntaxError on a non-JSON payload). */

@@ -2,6 +2,7 @@ import { Controller, Get, HttpCode, Param, Post, Query, Res, UseFilters } from '
 import { ApiOkResponse, ApiOperation, ApiParam, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { RETRY_AFTER_HEADER } from '../common/errors/api-error-response.decorator.js';
+import { type AnswerDeadline, Deadline } from '../common/http/request-deadlines.js';
 import { ApiOAuthErrorResponse, ApiOAuthUnavailableResponse, NO_STORE_HEADERS } from '../token/api-oauth-error-response.decorator.js';
 import { NoStore } from '../token/no-store.decorator.js';
 import { OAuthExceptionFilter } from '../token/oauth-exception.filter.js';
@@ -43,8 +44,13 @@ export class HelperController {
   @ApiOAuthErrorResponse(400, '`invalid_request`: missing, forged or expired state, or one issued to another client')
   @ApiOAuthErrorResponse(429, '`slow_down`: polled sooner than CODE_POLL_MIN_INTERVAL after the previous poll of this state (never the first poll)', RETRY_AFTER_HEADER)
   @ApiOAuthUnavailableResponse()
-  async poll(@Param('client_id') clientId: string, @Query() query: Record<string, unknown>, @Res({ passthrough: true }) reply: FastifyReply) {
-    const code = await this.helper.poll(clientId, query, (seconds) => reply.header('Retry-After', String(seconds)));
+  async poll(
+    @Param('client_id') clientId: string,
+    @Query() query: Record<string, unknown>,
+    @Res({ passthrough: true }) reply: FastifyReply,
+    @Deadline() deadline: AnswerDeadline,
+  ) {
+    const code = await this.helper.poll(clientId, query, (seconds) => reply.header('Retry-After', String(seconds)), deadline);
     if (code !== null) return { code };
     void reply.status(404);
     return NO_CODE;

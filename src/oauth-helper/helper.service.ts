@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { ClientEntity } from '../clients/client.entity.js';
 import { ClientsService } from '../clients/clients.service.js';
 import { InvalidRedirectUrl, isRedirectAllowed, parseRedirectUrl } from '../clients/redirect-pattern.js';
+import type { AnswerDeadline } from '../common/http/request-deadlines.js';
 import { Env } from '../config/env.js';
 import { AuthorizationCodeIssuer } from '../token/authorization-code-issuer.js';
 import { invalidRequest, OAuthError } from '../token/oauth-error.js';
@@ -66,7 +67,7 @@ export class HelperService {
    * The code, exactly once; null before and after (a 404). Throws for a bad state (400) and when
    * polled too fast (429).
    */
-  async poll(clientId: string, query: unknown, setRetryAfter: (seconds: number) => void): Promise<string | null> {
+  async poll(clientId: string, query: unknown, setRetryAfter: (seconds: number) => void, deadline: AnswerDeadline): Promise<string | null> {
     const params = readOAuthParams(query);
     let stateId: string;
     try {
@@ -83,7 +84,8 @@ export class HelperService {
       throw new OAuthError('slow_down', `poll at most every ${this.env.CODE_POLL_MIN_INTERVAL} seconds`, { status: 429 });
     }
     if (!this.approved.mayHaveCode(stateId)) return null;
-    const code = await this.codes.pickUp(stateId, clientId);
+    // The hand-over is spent by the commit: only the answer can deliver the code.
+    const code = await deadline.commit(() => this.codes.pickUp(stateId, clientId));
     if (code) this.approved.forget(stateId);
     return code;
   }

@@ -59,14 +59,15 @@ export class LoginService {
       const refusal = signInRefusal(attempt);
       return { ...this.form(request, csrf.fresh, refusal.status, refusal.message, username), retryAfter: refusal.retryAfter };
     }
-    return this.complete(request, attempt.user.id);
+    return this.complete(request, attempt.user);
   }
 
-  private async complete({ client, state, claims }: VerifiedRequest, userId: string): Promise<AuthorizeOutcome> {
+  private async complete({ client, state, claims }: VerifiedRequest, user: { id: string; tokensValidAfter: Date | null }): Promise<AuthorizeOutcome> {
     const approval = {
       stateId: claims.jti,
       clientId: client.id,
-      userId,
+      userId: user.id,
+      userStamp: user.tokensValidAfter,
       redirectUrl: claims.redirect_url ?? null,
       codeChallenge: claims.code_challenge ?? null,
       stateExpiresAt: new Date(claims.exp * 1000),

@@ -5,7 +5,7 @@ import { DataSource } from 'typeorm';
 import { Env } from '../config/env.js';
 import { NotifiedIdSet, notifiedIdPayloadSql } from '../database/notified-id-set.js';
 import { PgListener } from '../database/pg-listener.service.js';
-import { JwtSigner } from '../keys/jwt-signer.service.js';
+import { JwtSigner, type JwtSigning } from '../keys/jwt-signer.service.js';
 import { GRANT_REVOKED_CHANNEL, GrantsRepository } from './grants.repository.js';
 
 /** RFC 9068 §2.1: the JOSE type of a JWT access token. */
@@ -83,8 +83,13 @@ export class AccessTokens implements OnApplicationShutdown {
     this.revocationListeners.push(listener);
   }
 
-  issue(token: NewAccessToken): Promise<string> {
-    return this.signer.sign(
+  /** The signing key, fetched before a caller commits what the token will deliver (see JwtSigner.prepare). */
+  signing(): Promise<JwtSigning> {
+    return this.signer.prepare();
+  }
+
+  async issue(token: NewAccessToken, signing?: JwtSigning): Promise<string> {
+    return (signing ?? (await this.signer.prepare())).sign(
       {
         iss: this.env.identityUrl,
         sub: token.subject,
@@ -125,6 +130,11 @@ export class AccessTokens implements OnApplicationShutdown {
       [claims.jti, grantId],
     );
     return rows.length > 0;
+  }
+
+  /** A grant this instance revoked, once its transaction committed: refused here at once, before the NOTIFY echo. */
+  grantRevoked(grant: { id: string; until: Date }): void {
+    this.revokedGrants.add(grant.id, grant.until.getTime());
   }
 
   private announce(revocation: Revocation): void {

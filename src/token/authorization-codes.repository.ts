@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { DataSource, EntityManager } from 'typeorm';
 import { notifiedIdPayloadSql } from '../database/notified-id-set.js';
 import { PreparedStatement } from '../database/prepared-statement.js';
+import { issuableUserCte, issuedAfterStampSql } from './revocations.js';
 
 export interface AuthorizationCodeRow {
   client_id: string;
@@ -11,6 +12,8 @@ export interface AuthorizationCodeRow {
   expired: boolean;
   consumed_at: Date | null;
   grant_id: string | null;
+  /** The code's user may still be issued tokens from it (enabled, not signed out since the code). */
+  user_issuable: boolean;
 }
 
 export interface NewAuthorizationCode {
@@ -31,6 +34,8 @@ export interface Approval {
   redirectUrl: string | null;
   codeChallenge: string | null;
   stateExpiresAt: Date;
+  /** The user's tokens_valid_after as read when their password was checked: a sign-out since then refuses the approval. */
+  userStamp: Date | null;
 }
 
 /** NOTIFY channel announcing a state whose code now waits for its polling device (a NotifiedIdSet). */
@@ -38,11 +43,14 @@ export const STATE_APPROVED_CHANNEL = 'vc_state_approved';
 
 const REDEEM = new PreparedStatement<{ user_id: string }>(
   'redeem-authorization-code',
-  `WITH redeemed AS (
-     UPDATE authorization_codes SET consumed_at = now(), grant_id = $5
-     WHERE code_hash = $1 AND client_id = $2 AND consumed_at IS NULL AND expires_at > now()
-       AND code_challenge IS NOT DISTINCT FROM $3 AND ($4::text IS NULL OR redirect_url = $4)
-     RETURNING user_id),
+  `WITH ${issuableUserCte('(SELECT user_id FROM authorization_codes WHERE code_hash = $1)')},
+   redeemed AS (
+     UPDATE authorization_codes c SET consumed_at = now(), grant_id = $5
+     FROM issuable_user u
+     WHERE c.code_hash = $1 AND c.client_id = $2 AND c.consumed_at IS NULL AND c.expires_at > now()
+       AND c.code_challenge IS NOT DISTINCT FROM $3 AND ($4::text IS NULL OR c.redirect_url = $4)
+       AND u.id = c.user_id AND ${issuedAfterStampSql('c.issued_at')}
+     RETURNING c.user_id),
    granted AS (
      INSERT INTO grants (id, client_id, user_id, scope) SELECT $5, $2, user_id, $6 FROM redeemed RETURNING id),
    first_refresh AS (
@@ -54,18 +62,21 @@ const REDEEM = new PreparedStatement<{ user_id: string }>(
 @Injectable()
 export class AuthorizationCodesRepository {
   /**
-   * Records the approval; false when the state was already used (it is single use). An approval
-   * left for a polling device is announced to every instance when it commits.
+   * Records the approval; false when the state was already used (it is single use), or when the
+   * user was disabled or signed out since their password was checked. An approval left for a
+   * polling device is announced to every instance when it commits.
    */
   async insertApproval(manager: EntityManager, approval: Approval, pickedUp: boolean): Promise<boolean> {
     const rows = await manager.query(
-      `WITH approved AS (
+      `WITH ${issuableUserCte('$3::uuid')},
+       approved AS (
          INSERT INTO authorizations (state_id, client_id, user_id, redirect_url, code_challenge, expires_at, picked_up_at)
-         VALUES ($1, $2, $3, $4, $5, $6, CASE WHEN $7 THEN now() END)
+         SELECT $1, $2, u.id, $4, $5, $6, CASE WHEN $7 THEN now() END FROM issuable_user u
+         WHERE u.tokens_valid_after IS NOT DISTINCT FROM $8
          ON CONFLICT (state_id) DO NOTHING RETURNING state_id, expires_at)
        SELECT CASE WHEN $7 THEN NULL ELSE pg_notify('${STATE_APPROVED_CHANNEL}', ${notifiedIdPayloadSql('state_id', 'expires_at')}) END
        FROM approved`,
-      [approval.stateId, approval.clientId, approval.userId, approval.redirectUrl, approval.codeChallenge, approval.stateExpiresAt, pickedUp],
+      [approval.stateId, approval.clientId, approval.userId, approval.redirectUrl, approval.codeChallenge, approval.stateExpiresAt, pickedUp, approval.userStamp],
     );
     return rows.length > 0;
   }
@@ -73,7 +84,7 @@ export class AuthorizationCodesRepository {
   /** States approved for a polling device whose code has not been collected yet. */
   async awaitingPickUp(manager: EntityManager): Promise<{ stateId: string; expiresAt: Date }[]> {
     const rows: { state_id: string; expires_at: Date }[] = await manager.query(
-      'SELECT state_id, expires_at FROM authorizations WHERE picked_up_at IS NULL AND expires_at > now()',
+      'SELECT state_id, expires_at FROM authorizations WHERE picked_up_at IS NULL AND voided_at IS NULL AND expires_at > now()',
     );
     return rows.map((row) => ({ stateId: row.state_id, expiresAt: row.expires_at }));
   }
@@ -85,15 +96,19 @@ export class AuthorizationCodesRepository {
   /**
    * The polling flow's hand-over, in one statement: marks an approved, not yet collected state
    * as collected and stores the new code's hash. Nothing matches (one primary-key probe) while
-   * the user has not signed in, after the code was collected, or for a disabled client.
+   * the user has not signed in, after the code was collected, for a disabled client, and for an
+   * approval a sign-out voided (or whose user was signed out or disabled since).
    */
   async pickUp(manager: EntityManager, stateId: string, clientId: string, codeHash: Buffer, codeLifetimeSeconds: number): Promise<boolean> {
     const rows = await manager.query(
-      `WITH picked AS (
-         UPDATE authorizations SET picked_up_at = now()
-         WHERE state_id = $1 AND client_id = $2 AND picked_up_at IS NULL AND expires_at > now()
+      `WITH ${issuableUserCte('(SELECT user_id FROM authorizations WHERE state_id = $1)')},
+       picked AS (
+         UPDATE authorizations a SET picked_up_at = now()
+         FROM issuable_user u
+         WHERE a.state_id = $1 AND a.client_id = $2 AND a.picked_up_at IS NULL AND a.voided_at IS NULL AND a.expires_at > now()
+           AND u.id = a.user_id AND ${issuedAfterStampSql('a.created_at')}
            AND EXISTS (SELECT 1 FROM clients WHERE id = $2 AND enabled)
-         RETURNING state_id, client_id, user_id, redirect_url, code_challenge)
+         RETURNING a.state_id, a.client_id, a.user_id, a.redirect_url, a.code_challenge)
        INSERT INTO authorization_codes (code_hash, state_id, client_id, user_id, redirect_url, code_challenge, expires_at)
        SELECT $3, state_id, client_id, user_id, redirect_url, code_challenge, now() + make_interval(secs => $4) FROM picked
        RETURNING 1`,
@@ -144,11 +159,17 @@ export class AuthorizationCodesRepository {
     return row;
   }
 
-  /** The code row, locked until the transaction ends, so two exchanges of one code serialise. */
+  /**
+   * The code row, locked until the transaction ends, so two exchanges of one code serialise; its
+   * user's row is locked (shared) first, as in every issuing statement (revocations.ts).
+   */
   async lock(manager: EntityManager, codeHash: Buffer): Promise<AuthorizationCodeRow | undefined> {
     const [row] = await manager.query(
-      `SELECT client_id, user_id, redirect_url, code_challenge, expires_at <= now() AS expired, consumed_at, grant_id
-       FROM authorization_codes WHERE code_hash = $1 FOR UPDATE`,
+      `WITH ${issuableUserCte('(SELECT user_id FROM authorization_codes WHERE code_hash = $1)')}
+       SELECT c.client_id, c.user_id, c.redirect_url, c.code_challenge, c.expires_at <= now() AS expired, c.consumed_at, c.grant_id,
+         (u.id IS NOT NULL AND ${issuedAfterStampSql('c.issued_at')}) AS user_issuable
+       FROM authorization_codes c LEFT JOIN issuable_user u ON u.id = c.user_id
+       WHERE c.code_hash = $1 FOR UPDATE OF c`,
       [codeHash],
     );
     return row;

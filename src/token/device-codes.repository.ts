@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, EntityManager } from 'typeorm';
 import { isUniqueViolation } from '../common/errors/app-error.js';
+import { currentScopeSql, issuableUserCte, issuedAfterStampSql } from './revocations.js';
 
 /** RFC 8628 §3.5: each `slow_down` adds this many seconds to the device code's interval. */
 export const SLOW_DOWN_STEP_SECONDS = 5;
@@ -31,21 +32,27 @@ export type PollOutcome =
 /**
  * Judged in one statement, on the row locked for it, so polls of one device code on any number
  * of instances see each other's times. clock_timestamp(), not now(): a poll that waited on the
- * lock may have started before the one it waited for recorded its time.
+ * lock may have started before the one it waited for recorded its time. It is an issuing
+ * statement (revocations.ts): the approving user's row is locked first, and an approval that a
+ * sign-out voided, or whose user was signed out or disabled since, has ended ('expired'); the
+ * scope issued is what the client may still have.
  */
 const POLL_SQL = `
-  WITH found AS (
-    SELECT device_code_hash, status, user_id, scope,
+  WITH ${issuableUserCte('(SELECT user_id FROM device_codes WHERE device_code_hash = $1 AND client_id = $2)')},
+  found AS (
+    SELECT d.device_code_hash, d.status, d.user_id, ${currentScopeSql('d.scope', '$2')} AS scope,
       CASE
-        WHEN consumed_at IS NOT NULL THEN 'invalid'
-        WHEN expires_at <= now() THEN 'expired'
-        WHEN last_polled_at IS NOT NULL AND clock_timestamp() < last_polled_at + make_interval(secs => interval_seconds) THEN 'slow_down'
-        WHEN status = 'approved' THEN 'approved'
-        WHEN status = 'denied' THEN 'denied'
+        WHEN d.consumed_at IS NOT NULL THEN 'invalid'
+        WHEN d.voided_at IS NOT NULL OR d.expires_at <= now() THEN 'expired'
+        WHEN d.last_polled_at IS NOT NULL AND clock_timestamp() < d.last_polled_at + make_interval(secs => d.interval_seconds) THEN 'slow_down'
+        WHEN d.status = 'approved' AND u.id IS NOT NULL AND ${issuedAfterStampSql('d.decided_at')} THEN 'approved'
+        WHEN d.status = 'approved' THEN 'expired'
+        WHEN d.status = 'denied' THEN 'denied'
         ELSE 'pending'
       END AS outcome
-    FROM device_codes WHERE device_code_hash = $1 AND client_id = $2
-    FOR UPDATE),
+    FROM device_codes d LEFT JOIN issuable_user u ON u.id = d.user_id
+    WHERE d.device_code_hash = $1 AND d.client_id = $2
+    FOR UPDATE OF d),
   recorded AS (
     UPDATE device_codes d SET
       last_polled_at = clock_timestamp(),
@@ -77,7 +84,7 @@ export class DeviceCodesRepository {
   /** The authorization a user code names while it still waits for its user's decision. */
   async findPending(userCode: string): Promise<PendingDeviceCode | null> {
     const [row]: { client_id: string; scope: string | null }[] = await this.dataSource.query(
-      `SELECT client_id, scope FROM device_codes WHERE user_code = $1 AND status = 'pending' AND expires_at > now()`,
+      `SELECT client_id, scope FROM device_codes WHERE user_code = $1 AND status = 'pending' AND voided_at IS NULL AND expires_at > now()`,
       [userCode],
     );
     return row ? { clientId: row.client_id, scope: row.scope } : null;
@@ -85,13 +92,18 @@ export class DeviceCodesRepository {
 
   /**
    * A user signed in on the verification page: only the approval form carrying the value whose
-   * hash is stored here may decide (a later sign-in replaces it). False when no longer pending.
+   * hash is stored here may decide (a later sign-in replaces it). False when no longer pending,
+   * or when the user was disabled or signed out since their password was checked (`userStamp`,
+   * their tokens_valid_after as read then).
    */
-  async signIn(userCode: string, userId: string, approvalNonceHash: Buffer): Promise<boolean> {
+  async signIn(userCode: string, userId: string, userStamp: Date | null, approvalNonceHash: Buffer): Promise<boolean> {
     const [, affected]: [unknown, number] = await this.dataSource.query(
-      `UPDATE device_codes SET signed_in_user_id = $2, approval_nonce_hash = $3
-       WHERE user_code = $1 AND status = 'pending' AND expires_at > now()`,
-      [userCode, userId, approvalNonceHash],
+      `WITH ${issuableUserCte('$2::uuid')}
+       UPDATE device_codes d SET signed_in_user_id = u.id, approval_nonce_hash = $3
+       FROM issuable_user u
+       WHERE d.user_code = $1 AND d.status = 'pending' AND d.voided_at IS NULL AND d.expires_at > now()
+         AND u.tokens_valid_after IS NOT DISTINCT FROM $4`,
+      [userCode, userId, approvalNonceHash, userStamp],
     );
     return affected === 1;
   }
@@ -103,7 +115,7 @@ export class DeviceCodesRepository {
   async decide(userCode: string, approvalNonceHash: Buffer, decision: 'approved' | 'denied'): Promise<boolean> {
     const [, affected]: [unknown, number] = await this.dataSource.query(
       `UPDATE device_codes SET status = $3, user_id = signed_in_user_id, decided_at = now()
-       WHERE user_code = $1 AND approval_nonce_hash = $2 AND status = 'pending' AND expires_at > now()`,
+       WHERE user_code = $1 AND approval_nonce_hash = $2 AND status = 'pending' AND voided_at IS NULL AND expires_at > now()`,
       [userCode, approvalNonceHash, decision],
     );
     return affected === 1;

@@ -26,13 +26,18 @@ export class GrantsRepository {
     return row.id;
   }
 
-  /** Ends every token of the grant; every instance hears of it when the transaction commits (and closes its streams). */
-  async revoke(manager: EntityManager, grantId: string): Promise<void> {
-    await manager.query(
+  /**
+   * Ends every token of the grant; every instance hears of it when the transaction commits (and
+   * closes its streams). Returns the grant if this revoked it, for the caller to tell its own
+   * instance at once after the commit (AccessTokens.grantRevoked).
+   */
+  async revoke(manager: EntityManager, grantId: string): Promise<{ id: string; until: Date } | undefined> {
+    const [revoked]: { id: string; until: Date }[] = await manager.query(
       `WITH revoked AS (UPDATE grants SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL RETURNING id, ${REVOKED_UNTIL_SQL} AS until)
-       SELECT pg_notify('${GRANT_REVOKED_CHANNEL}', ${notifiedIdPayloadSql('id::text', 'until')}) FROM revoked`,
+       SELECT id, until, pg_notify('${GRANT_REVOKED_CHANNEL}', ${notifiedIdPayloadSql('id::text', 'until')}) FROM revoked`,
       [grantId],
     );
+    return revoked && { id: revoked.id, until: revoked.until };
   }
 
   /** Grants revoked recently enough that access tokens of theirs may still be alive, with until when. */

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { DataSource, EntityManager } from 'typeorm';
 import { PreparedStatement } from '../database/prepared-statement.js';
+import { currentScopeSql, issuableUserCte, issuedAfterStampSql } from './revocations.js';
 import type { GrantFlow } from './user-token-issuer.js';
 
 export interface RefreshTokenRow {
@@ -16,16 +17,37 @@ export interface RefreshTokenRow {
   grant_revoked_at: Date | null;
 }
 
+/** A refresh token as the refresh grant sees it, under its locks. */
+export interface LockedRefreshToken extends RefreshTokenRow {
+  rotated_within_grace: boolean;
+  /** The grant's scope narrowed to the client's current scopes (a scope taken from the client is not issued again). */
+  current_scope: string | null;
+  /** The grant's user may still be issued tokens from it (enabled, not signed out since the grant). */
+  user_issuable: boolean;
+}
+
 const COLUMNS = 'r.grant_id, r.client_id, g.user_id, g.scope, g.flow, r.expires_at, r.expires_at <= now() AS expired, r.rotated_at, g.revoked_at AS grant_revoked_at';
 
+/** The user of the grant a refresh token belongs to. */
+const USER_OF_TOKEN = '(SELECT g.user_id FROM refresh_tokens r JOIN grants g ON g.id = r.grant_id WHERE r.token_hash = $1)';
+
+/**
+ * The issuing statement of a refresh (revocations.ts): the user's row, then the grant's, locked
+ * shared, so a sign-out or a grant revocation committed meanwhile is seen; the new tokens carry
+ * the client's current scopes only.
+ */
 const ROTATE = new PreparedStatement<Pick<RefreshTokenRow, 'grant_id' | 'user_id' | 'scope' | 'flow'>>(
   'rotate-refresh-token',
-  `WITH rotated AS (
+  `WITH ${issuableUserCte(USER_OF_TOKEN)},
+   live_grant AS (
+     SELECT g.id, g.user_id, g.scope, g.flow FROM grants g JOIN issuable_user u ON u.id = g.user_id
+     WHERE g.id = (SELECT grant_id FROM refresh_tokens WHERE token_hash = $1) AND g.revoked_at IS NULL AND ${issuedAfterStampSql('g.created_at')}
+     FOR SHARE OF g),
+   rotated AS (
      UPDATE refresh_tokens r SET rotated_at = now()
-     FROM grants g
-     WHERE r.token_hash = $1 AND r.client_id = $2 AND r.rotated_at IS NULL AND r.expires_at > now()
-       AND g.id = r.grant_id AND g.revoked_at IS NULL
-     RETURNING r.grant_id, g.user_id, g.scope, g.flow),
+     FROM live_grant g
+     WHERE r.token_hash = $1 AND r.client_id = $2 AND r.rotated_at IS NULL AND r.expires_at > now() AND g.id = r.grant_id
+     RETURNING r.grant_id, g.user_id, ${currentScopeSql('g.scope', '$2')} AS scope, g.flow),
    successor AS (
      INSERT INTO refresh_tokens (token_hash, grant_id, client_id, expires_at) SELECT $3, grant_id, $2, now() + make_interval(secs => $4) FROM rotated)
    SELECT grant_id, user_id, scope, flow FROM rotated`,
@@ -44,13 +66,17 @@ export class RefreshTokensRepository {
 
   /**
    * The token with its grant, locked: of two concurrent refreshes, the second waits and sees the
-   * first's rotation. `rotated_within_grace`: rotated less than `graceSeconds` ago.
+   * first's rotation. The user's row is locked first, the grant's shared, as in ROTATE.
+   * `rotated_within_grace`: rotated less than `graceSeconds` ago.
    */
-  async lock(manager: EntityManager, tokenHash: Buffer, graceSeconds: number): Promise<(RefreshTokenRow & { rotated_within_grace: boolean }) | undefined> {
+  async lock(manager: EntityManager, tokenHash: Buffer, graceSeconds: number): Promise<LockedRefreshToken | undefined> {
     const [row] = await manager.query(
-      `SELECT ${COLUMNS}, coalesce(r.rotated_at > now() - make_interval(secs => $2), false) AS rotated_within_grace
-       FROM refresh_tokens r JOIN grants g ON g.id = r.grant_id
-       WHERE r.token_hash = $1 FOR UPDATE OF r`,
+      `WITH ${issuableUserCte(USER_OF_TOKEN)}
+       SELECT ${COLUMNS}, coalesce(r.rotated_at > now() - make_interval(secs => $2), false) AS rotated_within_grace,
+         ${currentScopeSql('g.scope', 'r.client_id')} AS current_scope,
+         (u.id IS NOT NULL AND ${issuedAfterStampSql('g.created_at')}) AS user_issuable
+       FROM refresh_tokens r JOIN grants g ON g.id = r.grant_id LEFT JOIN issuable_user u ON u.id = g.user_id
+       WHERE r.token_hash = $1 FOR UPDATE OF r FOR SHARE OF g`,
       [tokenHash, graceSeconds],
     );
     return row;

@@ -3,6 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, type EntityManager } from 'typeorm';
 import { notifiedIdPayloadSql } from '../database/notified-id-set.js';
 import { GRANT_REVOKED_CHANNEL, REVOKED_UNTIL_SQL } from './grants.repository.js';
+import { NEW_STAMP_SQL } from './revocations.js';
 
 /** Whose sign-ins end: a user's (on every client, or on one), or every user's on one client. */
 export type SignOutTarget = { userId: string; clientId?: string } | { clientId: string };
@@ -25,23 +26,28 @@ export class SignOutsRepository {
    * Revokes the target's live grants, as a replayed code does (every instance hears of each grant
    * when the transaction commits, refuses its tokens and closes its streams), and voids the
    * sign-ins not yet exchanged for a grant: unredeemed codes, approvals a device has not
-   * collected, device codes not yet exchanged. Returns how many grants it revoked.
+   * collected, device authorizations not yet exchanged. A user's row is locked first, and a
+   * sign-out of all their devices moves their stamp: see revocations.ts for why that settles the
+   * race with an issuance under way. Returns how many grants it revoked.
    */
   async signOut(manager: EntityManager, target: SignOutTarget): Promise<number> {
     const userId = 'userId' in target ? target.userId : null;
     const clientId = target.clientId ?? null;
+    if (userId !== null && clientId === null) await manager.query(`UPDATE portal_users SET tokens_valid_after = ${NEW_STAMP_SQL} WHERE id = $1`, [userId]);
+    else if (userId !== null) await manager.query('SELECT 1 FROM portal_users WHERE id = $1 FOR UPDATE', [userId]);
     const matches = `($1::uuid IS NULL OR user_id = $1) AND ($2::text IS NULL OR client_id = $2)`;
     const revoked: unknown[] = await manager.query(
       `WITH revoked AS (UPDATE grants SET revoked_at = now() WHERE revoked_at IS NULL AND ${matches} RETURNING id, ${REVOKED_UNTIL_SQL} AS until)
        SELECT pg_notify('${GRANT_REVOKED_CHANNEL}', ${notifiedIdPayloadSql('id::text', 'until')}) FROM revoked`,
       [userId, clientId],
     );
-    // A consumed code without a grant is refused without revoking anything.
+    // Void marks, not expiries: "expired" would depend on whose clock reads it, and a purged row
+    // would make its state usable again. A consumed code without a grant is refused without revoking anything.
     await manager.query(`UPDATE authorization_codes SET consumed_at = now() WHERE consumed_at IS NULL AND ${matches}`, [userId, clientId]);
-    await manager.query(`UPDATE authorizations SET expires_at = now() WHERE picked_up_at IS NULL AND expires_at > now() AND ${matches}`, [userId, clientId]);
+    await manager.query(`UPDATE authorizations SET voided_at = now() WHERE picked_up_at IS NULL AND voided_at IS NULL AND ${matches}`, [userId, clientId]);
     await manager.query(
-      `UPDATE device_codes SET expires_at = now()
-       WHERE consumed_at IS NULL AND expires_at > now() AND ($1::uuid IS NULL OR $1 IN (user_id, signed_in_user_id)) AND ($2::text IS NULL OR client_id = $2)`,
+      `UPDATE device_codes SET voided_at = now()
+       WHERE consumed_at IS NULL AND voided_at IS NULL AND ($1::uuid IS NULL OR $1 IN (user_id, signed_in_user_id)) AND ($2::text IS NULL OR client_id = $2)`,
       [userId, clientId],
     );
     return revoked.length;

@@ -52,7 +52,11 @@ export class TokenInspectionService {
     if (owner !== client.id) throw invalidRequest('the token was not issued to this client');
     if (token.kind === 'access') await this.accessTokens.revoke(token.claims);
     // Revoking a refresh token ends its whole grant, access tokens included (RFC 7009 §2.1).
-    else await this.dataSource.transaction((manager) => this.grants.revoke(manager, token.row.grant_id));
+    else {
+      const revoked = await this.dataSource.transaction((manager) => this.grants.revoke(manager, token.row.grant_id));
+      // This instance refuses the grant at once; the others when the notification arrives.
+      if (revoked) this.accessTokens.grantRevoked(revoked);
+    }
   }
 
   /** JWTs are access tokens; anything else may be one of our opaque refresh tokens. */

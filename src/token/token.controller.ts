@@ -1,5 +1,6 @@
 import { Body, Controller, HttpCode, Post, UseFilters } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { type AnswerDeadline, Deadline } from '../common/http/request-deadlines.js';
 import { RequestHeader } from '../common/http/request-header.decorator.js';
 import { NO_STORE_HEADERS } from './api-oauth-error-response.decorator.js';
 import { SsoTokenRequestDto } from './dto/token-request.dto.js';
@@ -22,7 +23,12 @@ export class TokenController {
   )
   @ApiOperation({ summary: 'Exchange an authorization code, a refresh token or a device code for tokens (RFC 6749 §4.1.3, §6; RFC 8628 §3.4)' })
   @ApiOkResponse({ type: UserTokenResponseDto, headers: NO_STORE_HEADERS })
-  token(@Body() body: unknown, @RequestHeader('authorization') authorization?: string, @RequestHeader('content-type') contentType?: string) {
-    return this.tokens.ssoToken(body, authorization, contentType);
+  token(
+    @Body() body: unknown,
+    @Deadline() deadline: AnswerDeadline,
+    @RequestHeader('authorization') authorization?: string,
+    @RequestHeader('content-type') contentType?: string,
+  ) {
+    return this.tokens.ssoToken(body, authorization, contentType, deadline);
   }
 }

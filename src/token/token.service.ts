@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { type AnswerDeadline, NO_DEADLINE } from '../common/http/request-deadlines.js';
 import { Metrics } from '../metrics/metrics.service.js';
 import { ClientAuthentication } from './client-authentication.js';
 import { AuthorizationCodeGrant } from './grants/authorization-code.grant.js';
@@ -28,23 +29,30 @@ export class TokenService {
   }
 
   /** POST /sso/token: authorization_code, refresh_token and the device grant (RFC 8628). */
-  ssoToken(body: unknown, authorization: string | undefined, contentType: string | undefined): Promise<object> {
-    return this.exchange(this.ssoGrants, body, authorization, contentType);
+  ssoToken(body: unknown, authorization: string | undefined, contentType: string | undefined, deadline: AnswerDeadline): Promise<object> {
+    return this.exchange(this.ssoGrants, body, authorization, contentType, deadline);
   }
 
   /** POST /public/api/oauth2/token: client_credentials. */
   identityToken(body: unknown, authorization: string | undefined, contentType: string | undefined): Promise<object> {
-    return this.exchange(this.identityGrants, body, authorization, contentType);
+    // client_credentials commits nothing a retry would miss.
+    return this.exchange(this.identityGrants, body, authorization, contentType, NO_DEADLINE);
   }
 
-  private async exchange(grants: Map<string, GrantHandler>, body: unknown, authorization: string | undefined, contentType: string | undefined): Promise<object> {
+  private async exchange(
+    grants: Map<string, GrantHandler>,
+    body: unknown,
+    authorization: string | undefined,
+    contentType: string | undefined,
+    deadline: AnswerDeadline,
+  ): Promise<object> {
     const params = readFormBody(contentType, body);
     const grantType = requireParam(params, 'grant_type');
     const grant = grants.get(grantType);
     if (!grant) throw new OAuthError('unsupported_grant_type', `grant_type ${grantType} is not supported here`);
     const client = await this.clientAuthentication.authenticate(authorization, params);
     if (!client.grants.includes(grant.name)) throw new OAuthError('unauthorized_client', `this client may not use ${grant.name}`);
-    const response = await grant.handle(params, client);
+    const response = await grant.handle(params, client, deadline);
     this.metrics.tokensIssued.inc({ grant: grant.name });
     return response;
   }

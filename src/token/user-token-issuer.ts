@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { randomToken, sha256 } from '../common/crypto/opaque-token.js';
 import { Env, USER_ACCESS_TOKEN_TTL } from '../config/env.js';
+import type { JwtSigning } from '../keys/jwt-signer.service.js';
 import { AccessTokens } from './access-tokens.service.js';
 import { RefreshTokensRepository } from './refresh-tokens.repository.js';
 
@@ -60,15 +61,17 @@ export class UserTokenIssuer {
     return this.respond(grant, refreshToken);
   }
 
+  /** The signing key for `respond`, fetched before the caller commits (see JwtSigner.prepare). */
+  signing(): Promise<JwtSigning> {
+    return this.accessTokens.signing();
+  }
+
   /** The response for a refresh token already stored (or none): signs the access token. */
-  async respond(grant: UserGrant, refreshToken?: NewRefreshToken): Promise<UserTokenResponse> {
-    const accessToken = await this.accessTokens.issue({
-      subject: grant.userId,
-      clientId: grant.clientId,
-      scope: grant.scope,
-      grantId: grant.grantId,
-      lifetimeSeconds: USER_ACCESS_TOKEN_TTL,
-    });
+  async respond(grant: UserGrant, refreshToken?: NewRefreshToken, signing?: JwtSigning): Promise<UserTokenResponse> {
+    const accessToken = await this.accessTokens.issue(
+      { subject: grant.userId, clientId: grant.clientId, scope: grant.scope, grantId: grant.grantId, lifetimeSeconds: USER_ACCESS_TOKEN_TTL },
+      signing,
+    );
     return {
       access_token: accessToken,
       expires_in: USER_ACCESS_TOKEN_TTL,

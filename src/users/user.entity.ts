@@ -16,6 +16,13 @@ export class UserEntity {
   @Column('timestamptz', { name: 'disabled_at', nullable: true })
   disabledAt: Date | null;
 
+  /**
+   * Moved by a password change, a disable and a sign-out of every device: whatever was issued
+   * before it is refused (src/token/revocations.ts). Null until first moved.
+   */
+  @Column('timestamptz', { name: 'tokens_valid_after', nullable: true })
+  tokensValidAfter: Date | null;
+
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
   createdAt: Date;
 }

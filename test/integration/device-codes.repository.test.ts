@@ -18,7 +18,7 @@ describe('DeviceCodesRepository', () => {
     dataSource = await new DataSource(await dataSourceOptions(url, 8)).initialize();
     await runMigrations(dataSource);
     codes = new DeviceCodesRepository(dataSource);
-    for (const id of ['tv', 'other']) await query(url, `INSERT INTO clients (id, name, grants, secret_hash) VALUES ($1, $1, '{}', '\\x00')`, [id]);
+    for (const id of ['tv', 'other']) await query(url, `INSERT INTO clients (id, name, grants, scopes, secret_hash) VALUES ($1, $1, '{}', '{profile}', '\\x00')`, [id]);
     [{ id: userId }] = await query<{ id: string }>(url, `INSERT INTO portal_users (username, password_hash) VALUES ('dora', 'x') RETURNING id`);
   });
   afterAll(() => dataSource?.destroy());
@@ -35,7 +35,7 @@ describe('DeviceCodesRepository', () => {
   /** The user signs in on the verification page and decides with the approval form they were given. */
   const decide = async (code: NewDeviceCode, decision: 'approved' | 'denied') => {
     const nonceHash = randomBytes(32);
-    return (await codes.signIn(code.userCode, userId, nonceHash)) && codes.decide(code.userCode, nonceHash, decision);
+    return (await codes.signIn(code.userCode, userId, null, nonceHash)) && codes.decide(code.userCode, nonceHash, decision);
   };
   const interval = async (code: NewDeviceCode) =>
     (await query<{ interval_seconds: number }>(url, 'SELECT interval_seconds FROM device_codes WHERE device_code_hash = $1', [code.deviceCodeHash]))[0].interval_seconds;
@@ -67,18 +67,18 @@ describe('DeviceCodesRepository', () => {
     const code = await start({ scope: null });
     expect(await codes.findPending(code.userCode)).toEqual({ clientId: 'tv', scope: null });
     const nonceHash = randomBytes(32);
-    expect(await codes.signIn(code.userCode, userId, nonceHash)).toBe(true);
+    expect(await codes.signIn(code.userCode, userId, null, nonceHash)).toBe(true);
     expect(await codes.decide(code.userCode, nonceHash, 'approved')).toBe(true);
     expect(await codes.decide(code.userCode, nonceHash, 'denied')).toBe(false);
     expect(await codes.findPending(code.userCode)).toBeNull();
-    expect(await codes.signIn(code.userCode, userId, randomBytes(32))).toBe(false);
+    expect(await codes.signIn(code.userCode, userId, null, randomBytes(32))).toBe(false);
   });
 
   it("takes a decision only from the latest sign-in's approval form", async () => {
     const code = await start();
     const [first, second] = [randomBytes(32), randomBytes(32)];
-    await codes.signIn(code.userCode, userId, first);
-    await codes.signIn(code.userCode, userId, second);
+    await codes.signIn(code.userCode, userId, null, first);
+    await codes.signIn(code.userCode, userId, null, second);
     expect(await codes.decide(code.userCode, first, 'approved')).toBe(false);
     expect(await codes.decide(code.userCode, randomBytes(32), 'approved')).toBe(false);
     expect(await codes.decide(code.userCode, second, 'denied')).toBe(true);

@@ -1,6 +1,30 @@
 import { performance } from 'node:perf_hooks';
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import { createParamDecorator, type ExecutionContext } from '@nestjs/common';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { RequestDeadlineError } from '../errors/temporarily-unavailable.js';
+
+/** What a handler may ask of its request's deadline. */
+export interface AnswerDeadline {
+  /**
+   * Runs `work` (a commit whose effect only this request's answer delivers: a consumed code, a
+   * rotated refresh token) with the deadline held off, so the 503 that invites a retry never
+   * comes after such a commit; once the 503 was sent, `work` is not started. The hold is bounded
+   * by the database's own timeouts (connection, statement, lock), which end `work` with a 503 of
+   * their own, before anything committed.
+   */
+  commit<T>(work: () => Promise<T>): Promise<T>;
+}
+
+/** For work outside a request with a deadline (the CLI, a test of a service). */
+export const NO_DEADLINE: AnswerDeadline = { commit: (work) => work() };
+
+const DEADLINE = Symbol('voyage.deadline');
+
+/** The request's deadline, as a handler parameter. */
+export const Deadline = createParamDecorator(
+  (_data: unknown, context: ExecutionContext): AnswerDeadline =>
+    (context.switchToHttp().getRequest<FastifyRequest>() as unknown as Record<symbol, AnswerDeadline | undefined>)[DEADLINE] ?? NO_DEADLINE,
+);
 
 /** How often open requests are checked: the 503 comes at most a tenth of the timeout (and at most a second) late. */
 export const sweepIntervalMs = (timeoutMs: number) => Math.min(1000, Math.ceil(timeoutMs / 10));
@@ -17,8 +41,20 @@ export const sweepIntervalMs = (timeoutMs: number) => Math.min(1000, Math.ceil(t
 export function answerLateRequests(fastify: FastifyInstance, timeoutMs: number): void {
   // A Map keeps insertion order, and the clock is monotonic: the oldest request is always first.
   const openSince = new Map<FastifyReply, number>();
-  fastify.addHook('onRequest', (_request, reply, done) => {
+  const committing = new Set<FastifyReply>();
+  fastify.addHook('onRequest', (request, reply, done) => {
     openSince.set(reply, performance.now());
+    (request as unknown as Record<symbol, AnswerDeadline>)[DEADLINE] = {
+      async commit(work) {
+        if (reply.sent) throw new RequestDeadlineError(timeoutMs);
+        committing.add(reply);
+        try {
+          return await work();
+        } finally {
+          committing.delete(reply);
+        }
+      },
+    };
     done();
   });
   fastify.addHook('onResponse', (_request, reply, done) => {
@@ -29,6 +65,7 @@ export function answerLateRequests(fastify: FastifyInstance, timeoutMs: number):
     const startedBy = performance.now() - timeoutMs;
     for (const [reply, since] of openSince) {
       if (since > startedBy) break;
+      if (committing.has(reply)) continue; // answered by its handler once the commit is decided
       openSince.delete(reply);
       if (!reply.sent) reply.send(new RequestDeadlineError(timeoutMs));
     }

@@ -4,6 +4,8 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import type { ClientEntity } from '../../clients/client.entity.js';
 import { sha256 } from '../../common/crypto/opaque-token.js';
+import type { AnswerDeadline } from '../../common/http/request-deadlines.js';
+import { AccessTokens } from '../access-tokens.service.js';
 import { AuthorizationCodesRepository } from '../authorization-codes.repository.js';
 import { GrantsRepository } from '../grants.repository.js';
 import { invalidGrant } from '../oauth-error.js';
@@ -24,9 +26,10 @@ export class AuthorizationCodeGrant implements GrantHandler<UserTokenResponse> {
     private readonly codes: AuthorizationCodesRepository,
     private readonly grants: GrantsRepository,
     private readonly tokens: UserTokenIssuer,
+    private readonly accessTokens: AccessTokens,
   ) {}
 
-  async handle(params: OAuthParams, client: ClientEntity): Promise<UserTokenResponse> {
+  async handle(params: OAuthParams, client: ClientEntity, deadline: AnswerDeadline): Promise<UserTokenResponse> {
     const codeHash = sha256(requireParam(params, 'code'));
     const scope = parseScope(params.get('scope'));
     assertScopeAllowed(scope, client.scopes);
@@ -37,7 +40,9 @@ export class AuthorizationCodeGrant implements GrantHandler<UserTokenResponse> {
     if (verifier === undefined || isVerifier(verifier)) {
       const grantId = randomUUID();
       const refreshToken = this.tokens.newRefreshToken();
-      const redeemed = await this.codes.redeem(this.dataSource, {
+      // Whatever can fail is done before the code is spent: a failure here leaves it redeemable.
+      const signing = await this.tokens.signing();
+      const redeemed = await deadline.commit(() => this.codes.redeem(this.dataSource, {
         codeHash,
         clientId: client.id,
         challenge: verifier === undefined ? null : s256Challenge(verifier),
@@ -46,18 +51,23 @@ export class AuthorizationCodeGrant implements GrantHandler<UserTokenResponse> {
         scope: grantScope,
         refreshTokenHash: refreshToken.hash,
         refreshTokenLifetimeSeconds: refreshToken.lifetimeSeconds,
-      });
-      if (redeemed) return this.tokens.respond({ grantId, clientId: client.id, userId: redeemed.user_id, scope: grantScope, flow: 'helper' }, refreshToken);
+      }));
+      if (redeemed) return this.tokens.respond({ grantId, clientId: client.id, userId: redeemed.user_id, scope: grantScope, flow: 'helper' }, refreshToken, signing);
     }
     // Not redeemable as presented: decide why under the row lock (and revoke on a replay).
-    return inTokenTransaction(this.dataSource, async (manager) => {
+    return inTokenTransaction(this.dataSource, deadline, async (manager, afterCommit) => {
       const code = await this.codes.lock(manager, codeHash);
       // Another client's code is indistinguishable from no code, and is left untouched.
       if (!code || code.client_id !== client.id) return invalidGrant('the authorization code is invalid');
       if (code.consumed_at) {
         // A second use means the code leaked: revoke everything issued from it (RFC 6749 §4.1.2).
-        if (code.grant_id) await this.grants.revoke(manager, code.grant_id);
+        const revoked = code.grant_id ? await this.grants.revoke(manager, code.grant_id) : undefined;
+        if (revoked) afterCommit(() => this.accessTokens.grantRevoked(revoked));
         return invalidGrant('the authorization code was already used');
+      }
+      if (!code.user_issuable) {
+        await this.codes.markConsumed(manager, codeHash, null);
+        return invalidGrant('the user of this authorization code was signed out or disabled');
       }
       if (code.expired) {
         await this.codes.markConsumed(manager, codeHash, null);

@@ -3,6 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { type ClientEntity, DEVICE_CODE_GRANT } from '../../clients/client.entity.js';
 import { sha256 } from '../../common/crypto/opaque-token.js';
+import type { AnswerDeadline } from '../../common/http/request-deadlines.js';
 import { Metrics } from '../../metrics/metrics.service.js';
 import { DeviceCodesRepository, type PollOutcome, SLOW_DOWN_STEP_SECONDS } from '../device-codes.repository.js';
 import { GrantsRepository } from '../grants.repository.js';
@@ -38,10 +39,10 @@ export class DeviceCodeGrant implements GrantHandler<UserTokenResponse> {
     private readonly metrics: Metrics,
   ) {}
 
-  async handle(params: OAuthParams, client: ClientEntity): Promise<UserTokenResponse> {
+  async handle(params: OAuthParams, client: ClientEntity, deadline: AnswerDeadline): Promise<UserTokenResponse> {
     const deviceCodeHash = sha256(requireParam(params, 'device_code'));
     try {
-      const response = await inTokenTransaction(this.dataSource, async (manager) => {
+      const response = await inTokenTransaction(this.dataSource, deadline, async (manager) => {
         const poll = await this.deviceCodes.poll(manager, deviceCodeHash, client.id);
         // Returned, not thrown: the poll's time (and a grown interval) must commit.
         if (poll.outcome !== 'approved') return new OAuthError(...POLL_ERRORS[poll.outcome]);

@@ -3,7 +3,9 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import type { ClientEntity } from '../../clients/client.entity.js';
 import { sha256 } from '../../common/crypto/opaque-token.js';
+import type { AnswerDeadline } from '../../common/http/request-deadlines.js';
 import { Env } from '../../config/env.js';
+import { AccessTokens } from '../access-tokens.service.js';
 import { GrantsRepository } from '../grants.repository.js';
 import { invalidGrant } from '../oauth-error.js';
 import { type OAuthParams, requireParam } from '../oauth-params.js';
@@ -24,42 +26,51 @@ export class RefreshTokenGrant implements GrantHandler<UserTokenResponse> {
     private readonly grants: GrantsRepository,
     private readonly tokens: UserTokenIssuer,
     private readonly env: Env,
+    private readonly accessTokens: AccessTokens,
   ) {}
 
-  async handle(params: OAuthParams, client: ClientEntity): Promise<UserTokenResponse> {
+  async handle(params: OAuthParams, client: ClientEntity, deadline: AnswerDeadline): Promise<UserTokenResponse> {
     const tokenHash = sha256(requireParam(params, 'refresh_token'));
     const requestedScope = parseScope(params.get('scope'));
     if (!requestedScope) {
       const successor = this.tokens.newRefreshToken();
-      const rotated = await this.refreshTokens.rotate(this.dataSource, {
-        tokenHash,
-        clientId: client.id,
-        successorHash: successor.hash,
-        successorLifetimeSeconds: successor.lifetimeSeconds,
-      });
-      if (rotated) return this.tokens.respond({ grantId: rotated.grant_id, clientId: client.id, userId: rotated.user_id, scope: rotated.scope, flow: rotated.flow }, successor);
+      // Whatever can fail is done before the token is retired: a failure here leaves it usable.
+      const signing = await this.tokens.signing();
+      const rotated = await deadline.commit(() =>
+        this.refreshTokens.rotate(this.dataSource, {
+          tokenHash,
+          clientId: client.id,
+          successorHash: successor.hash,
+          successorLifetimeSeconds: successor.lifetimeSeconds,
+        }),
+      );
+      if (rotated) {
+        return this.tokens.respond({ grantId: rotated.grant_id, clientId: client.id, userId: rotated.user_id, scope: rotated.scope, flow: rotated.flow }, successor, signing);
+      }
     }
     // A narrowed scope, or a token that could not simply be rotated: decide under the row lock.
-    return inTokenTransaction(this.dataSource, async (manager) => {
+    return inTokenTransaction(this.dataSource, deadline, async (manager, afterCommit) => {
       const token = await this.refreshTokens.lock(manager, tokenHash, this.env.REFRESH_REUSE_GRACE);
       if (!token || token.client_id !== client.id) return invalidGrant('the refresh token is invalid');
       if (token.grant_revoked_at) return invalidGrant('the grant of this refresh token was revoked');
       if (token.rotated_at) {
         // Within the grace period the loser of a concurrent refresh is refused; later, reuse means theft.
         if (token.rotated_within_grace) return invalidGrant('the refresh token was already used');
-        await this.grants.revoke(manager, token.grant_id);
+        const revoked = await this.grants.revoke(manager, token.grant_id);
+        if (revoked) afterCommit(() => this.accessTokens.grantRevoked(revoked));
         return invalidGrant('the refresh token was already used; its grant is revoked');
       }
       if (token.expired) return invalidGrant('the refresh token has expired');
-      // RFC 6749 §6: a refresh may narrow the grant's scope, never widen it.
-      const grantScope = parseScope(token.scope ?? undefined) ?? [];
+      if (!token.user_issuable) return invalidGrant('the user of this refresh token was signed out or disabled');
+      // RFC 6749 §6: a refresh may narrow the grant's scope, never widen it (nor past what the client may still have).
+      const grantScope = parseScope(token.current_scope ?? undefined) ?? [];
       assertScopeAllowed(requestedScope, grantScope);
       await this.refreshTokens.markRotated(manager, tokenHash);
       return this.tokens.issue(manager, {
         grantId: token.grant_id,
         clientId: client.id,
         userId: token.user_id,
-        scope: requestedScope ? formatScope(requestedScope) : token.scope,
+        scope: requestedScope ? formatScope(requestedScope) : token.current_scope,
         flow: token.flow,
       });
     });
