@@ -66,8 +66,9 @@ export class RefreshTokensRepository {
 
   /**
    * The token with its grant, locked: of two concurrent refreshes, the second waits and sees the
-   * first's rotation. The user's row is locked first, the grant's shared, as in ROTATE.
-   * `rotated_within_grace`: rotated less than `graceSeconds` ago.
+   * first's rotation. The user's row is locked first (shared), as in ROTATE; the grant's row is
+   * locked for the revocation this path may make, so two replays of one grant's old tokens queue
+   * instead of deadlocking. `rotated_within_grace`: rotated less than `graceSeconds` ago.
    */
   async lock(manager: EntityManager, tokenHash: Buffer, graceSeconds: number): Promise<LockedRefreshToken | undefined> {
     const [row] = await manager.query(
@@ -76,7 +77,7 @@ export class RefreshTokensRepository {
          ${currentScopeSql('g.scope', 'r.client_id')} AS current_scope,
          (u.id IS NOT NULL AND ${issuedAfterStampSql('g.created_at')}) AS user_issuable
        FROM refresh_tokens r JOIN grants g ON g.id = r.grant_id LEFT JOIN issuable_user u ON u.id = g.user_id
-       WHERE r.token_hash = $1 FOR UPDATE OF r FOR SHARE OF g`,
+       WHERE r.token_hash = $1 FOR UPDATE OF r FOR NO KEY UPDATE OF g`,
       [tokenHash, graceSeconds],
     );
     return row;
