@@ -98,7 +98,7 @@ export class NotificationGateway implements OnGatewayConnection, OnModuleInit, O
       if (this.connections.has(connection)) connection.subscriber = subscriber;
       else this.delivery.unsubscribe(subscriber);
     } catch (error) {
-      // The cursor could not be read: the client reconnects and resumes from it.
+      // The start failed (the re-check or the cursor read): the client reconnects and resumes from its cursor.
       if (!isDatabaseUnavailable(error)) this.logger.warn(`could not start delivery: ${(error as Error).message}`);
       socket.close(CLOSE_TRY_AGAIN_LATER, START_FAILED);
     } finally {
