@@ -216,7 +216,7 @@ export class Env {
   @Min(0) @Max(600000) @IsInt()
   SHUTDOWN_DELAY_MS: number = 0;
 
-  /** Milliseconds a request may take before it is answered 503 (its database work is bounded by the timeouts above anyway). */
+  /** Milliseconds a request may take before it is answered 503 (its database work is bounded by the timeouts above anyway); a stream's start too (closed with 1013). */
   @Min(1000) @Max(600000) @IsInt()
   REQUEST_TIMEOUT_MS: number = 10000;
 

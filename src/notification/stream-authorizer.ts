@@ -20,6 +20,15 @@ export class StreamAuthorizer {
     this.allowedOrigins = origins?.length ? new Set(origins) : null;
   }
 
+  /**
+   * The upgrade's decision asked again once the stream is registered (NotificationGateway): a
+   * revocation that arrived between the two found no stream to close, and from registration on
+   * every revocation finds it. The same rule as the upgrade's and the bearer routes', not a copy.
+   */
+  recheck(request: IncomingMessage): Promise<UpgradeDecision> {
+    return this.authorize(request);
+  }
+
   async authorize(request: IncomingMessage): Promise<UpgradeDecision> {
     // Devices send no Origin; a browser page from an unlisted origin is refused.
     const origin = request.headers.origin;

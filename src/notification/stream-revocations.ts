@@ -20,7 +20,9 @@ export const CLOSE_REVOKED = 1008;
  * token), a revoked signing key, a disabled or deleted client, a client whose subscribe scope was
  * withdrawn. Notices travel by NOTIFY; those
  * lost while this instance's listener was down are caught up when it listens again (the revoked
- * sets are re-read, and every client with an open stream here is checked again).
+ * sets are re-read, and every client with an open stream here is checked again). A stream is
+ * found from its registration on; one revoked while it was being let in is closed by the
+ * gateway's re-check right after it registers.
  */
 @Injectable()
 export class StreamRevocations implements OnModuleInit {

@@ -468,6 +468,87 @@ describe('the stream with WS_HEARTBEAT_INTERVAL=1', () => {
   });
 });
 
+/** Holds `LOCK TABLE delivery_cursors` from a session of the test's own, as an operator's long transaction would, until `release()`. */
+async function lockDeliveryCursors(databaseUrl: string): Promise<{ release: () => Promise<void> }> {
+  const session = new pg.Client({ connectionString: databaseUrl });
+  await session.connect();
+  await session.query('BEGIN');
+  await session.query('LOCK TABLE delivery_cursors IN ACCESS EXCLUSIVE MODE');
+  let released = false;
+  return {
+    async release() {
+      if (released) return;
+      released = true;
+      await session.query('ROLLBACK').finally(() => session.end());
+    },
+  };
+}
+
+describe.each([
+  ['with the default database timeouts (its lock wait runs out)', {}],
+  [
+    'with database timeouts longer than the lock (REQUEST_TIMEOUT_MS=1000 runs out first)',
+    { REQUEST_TIMEOUT_MS: '1000', DATABASE_LOCK_TIMEOUT_MS: '30000', DATABASE_STATEMENT_TIMEOUT_MS: '30000' },
+  ],
+])('a stream that opens while delivery_cursors is locked, %s', (_name, vars: Record<string, string>) => {
+  let app: TestApp;
+
+  beforeAll(async () => {
+    app = await startTestApp(vars);
+  });
+  afterAll(() => app?.close());
+
+  it('is closed with 1013 while the lock is held, never left open and silent, and its reconnect gets what is published next', async () => {
+    const client = await subscriberClient(app);
+    const token = await clientToken(app, client);
+    const first = await connect(app.baseUrl, token);
+    await expectLive(app, first, client.id);
+
+    const lock = await lockDeliveryCursors(app.databaseUrl);
+    try {
+      const second = await connect(app.baseUrl, token); // 101; its cursor read waits on the lock
+      const meanwhile = await publishTo(app, client.id);
+      await waitUntil(() => first.messages.some((message) => message.correlationId === meanwhile.correlationId), 5_000, 'the first stream to get it');
+      // Without a delivery position the stream is told to reconnect, while the lock is still held.
+      const closed = await waitClose(second, 4_000);
+      expect({ code: closed.code, reason: closed.reason }).toEqual({ code: 1013, reason: 'service unavailable: reconnect later' });
+      expect(second.messages).toEqual([]);
+    } finally {
+      await lock.release();
+    }
+
+    const reconnected = await connect(app.baseUrl, token);
+    await expectLive(app, reconnected, client.id);
+    await expectLive(app, first, client.id);
+  });
+
+  it('loses no hold to a start it gave up on: the reconnect gets again what a connection had left unread', async () => {
+    const client = await subscriberClient(app);
+    const token = await clientToken(app, client);
+    const reader = await connect(app.baseUrl, token);
+    const unread = await connect(app.baseUrl, token, { autoPong: false });
+    const left = await publishTo(app, client.id);
+    await waitUntil(() => reader.messages.length === 1 && unread.messages.length === 1, 5_000, 'the message on both');
+    await sleep(500); // the reader's confirmation moved the cursor past it
+    unread.ws.terminate(); // it leaves a hold before the message
+    await waitClose(unread, 2_000);
+    await sleep(500); // the hold is saved
+
+    const lock = await lockDeliveryCursors(app.databaseUrl);
+    try {
+      // Its start takes the hold over, and it is closed before the start completes.
+      const abandoned = await connect(app.baseUrl, token);
+      expect((await waitClose(abandoned, 4_000)).code).toBe(1013);
+    } finally {
+      await lock.release();
+    }
+    await sleep(500); // a start still waiting completes now
+
+    const reconnected = await connect(app.baseUrl, token);
+    expect(await collect(reconnected, 1, 5_000)).toEqual([left.correlationId]);
+  });
+});
+
 describe('a slow consumer (WS_MAX_BUFFERED_BYTES=1024)', () => {
   let app: TestApp;
 

@@ -1,7 +1,9 @@
 import { decodeJwt } from 'jose';
+import pg from 'pg';
 import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ClientsService } from '../../src/clients/clients.service.js';
+import { type AccessTokenClaims, AccessTokens } from '../../src/token/access-tokens.service.js';
 import { clientToken, SUBSCRIBE_SCOPE } from '../factories/notification.factory.js';
 import { createClient, createUser, type TestClient } from '../factories/oauth.factory.js';
 import { openStream, type Stream } from '../factories/stream.factory.js';
@@ -148,4 +150,68 @@ describe('revocation reaches open streams on every instance', () => {
     expect(exchanged.status).toBe(200);
     return { tokens: exchanged.body as { access_token: string }, replay: () => exchangeCode(first, app, value, { scope: SUBSCRIBE_SCOPE }) };
   }
+});
+
+describe('a revocation that lands while a stream is being let in', () => {
+  let first: TestApp;
+  /** Its reads wait on the test's lock rather than give up after the default 2 s. */
+  let second: TestApp;
+  let user: PortalUser;
+
+  beforeAll(async () => {
+    first = await startTestApp({ CODE_POLL_MIN_INTERVAL: '0' });
+    second = await startSecondInstance(first, { CODE_POLL_MIN_INTERVAL: '0', DATABASE_LOCK_TIMEOUT_MS: '15000' });
+    user = await createUser(first);
+  });
+  afterAll(async () => {
+    await second?.close();
+    await first?.close();
+  });
+
+  /**
+   * Opens a stream on `second` whose upgrade is held between its revocation check and its
+   * registration: `second` has never seen the token's client, so after checking the revoked
+   * tokens and grants it reads the client, and waits behind a lock on `clients` held from the
+   * test's own session. `revokeMeanwhile` runs while it waits; the stream opens once the lock goes.
+   */
+  async function openWhileRevoked(token: string, revokeMeanwhile: () => Promise<void>): Promise<Stream> {
+    const session = new pg.Client({ connectionString: first.databaseUrl });
+    await session.connect();
+    let opening: Promise<Stream> | undefined;
+    try {
+      await session.query('BEGIN');
+      await session.query('LOCK TABLE clients IN ACCESS EXCLUSIVE MODE');
+      opening = openStream(second.baseUrl, token);
+      opening.catch(() => {}); // awaited below, unless a step before fails
+      // The only lock there is to wait for is this one.
+      const waiting = async () =>
+        (await session.query("SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'voyage-connect' AND wait_event_type = 'Lock'")).rowCount;
+      await expect.poll(waiting, { timeout: 5_000, interval: 20 }).toBe(1);
+      await revokeMeanwhile();
+      // The second instance has heard of it: what it closes now, it closes without this stream.
+      await expect.poll(() => second.get(AccessTokens).isRevoked(decodeJwt(token) as unknown as AccessTokenClaims), { timeout: 5_000, interval: 20 }).toBe(true);
+    } finally {
+      await session.query('ROLLBACK').finally(() => session.end());
+    }
+    return opening;
+  }
+
+  it('closes with 1008 a stream whose access token was revoked at /sso/revoke meanwhile', async () => {
+    const device = await createClient(first, { grants: ['client_credentials'] });
+    const token = await clientToken(first, device);
+    const stream = await openWhileRevoked(token, async () => {
+      expect((await revoke(first, device, token)).status).toBe(200);
+    });
+    expect(await closedWithin(stream, 3_000)).toBe(1008);
+    expect(await upgradeStatus(second, token)).toBe(401);
+  });
+
+  it('closes with 1008 a stream whose grant was revoked meanwhile (its refresh token revoked at /sso/revoke)', async () => {
+    const app = await createClient(first, { redirectPatterns: [LOOPBACK_PATTERN], scopes: [SUBSCRIBE_SCOPE] });
+    const issued = await issueTokens(first, app, user, { redirectUrl: LOOPBACK_REDIRECT, scope: SUBSCRIBE_SCOPE });
+    const stream = await openWhileRevoked(issued.access_token, async () => {
+      expect((await revoke(first, app, issued.refresh_token)).status).toBe(200);
+    });
+    expect(await closedWithin(stream, 3_000)).toBe(1008);
+  });
 });

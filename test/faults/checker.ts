@@ -1,5 +1,5 @@
 import type { Publication } from './publisher.js';
-import type { Mailbox } from './subscribers.js';
+import type { Mailbox, Subscriber } from './subscribers.js';
 
 export interface DeliveryCheck {
   /** Notifications answered 202. */
@@ -80,4 +80,42 @@ export async function waitForDelivery(publications: () => Publication[], mailbox
     if (!missing) return;
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
+}
+
+/** How long one stream stayed open while a notification for its client, accepted after it opened, had not reached it. */
+export interface Silence {
+  subscriber: number;
+  recipient: string;
+  instance: string;
+  openedAt: number;
+  ms: number;
+}
+
+/**
+ * Per stream (one connection of a subscriber), its longest silence: from a notification's 202 to
+ * its arrival on that stream, or to the stream's close (or `now`) if it never came. Only
+ * notifications accepted `marginMs` after the stream opened count: what was stored just before
+ * may have been confirmed by the client's other stream, and is not due on the new one. Longest first.
+ */
+export function silences(subscribers: Subscriber[], publications: Publication[], mailbox: Mailbox, marginMs: number, now = Date.now()): Silence[] {
+  const arrivals = new Map<string, number[]>(); // subscriber + key -> arrival times, in order
+  for (const arrival of mailbox.arrivals) {
+    const key = `${arrival.subscriber}\n${arrival.key}`;
+    arrivals.set(key, [...(arrivals.get(key) ?? []), arrival.at]);
+  }
+  const found: Silence[] = [];
+  for (const subscriber of subscribers) {
+    const due = publications.filter((publication) => publication.recipient === subscriber.client.id && publication.acceptedAt !== undefined);
+    subscriber.opens.forEach((open, index) => {
+      const end = subscriber.closes[index]?.at ?? now;
+      let longest = 0;
+      for (const publication of due) {
+        if (publication.acceptedAt! < open.at + marginMs || publication.acceptedAt! >= end) continue;
+        const arrived = arrivals.get(`${subscriber.id}\n${publication.key}`)?.find((at) => at >= open.at && at < end);
+        longest = Math.max(longest, (arrived ?? end) - publication.acceptedAt!);
+      }
+      if (longest > 0) found.push({ subscriber: subscriber.id, recipient: subscriber.client.id, instance: open.instance, openedAt: open.at, ms: longest });
+    });
+  }
+  return found.sort((a, b) => b.ms - a.ms);
 }

@@ -18,6 +18,8 @@ export interface WorldOptions {
   /** `spread`: subscribers alternate between instances; `first`: all start on the first instance. */
   placement?: 'spread' | 'first';
   reconnectDelay?: ReconnectDelay;
+  /** Settings of both service instances, on top of the defaults. */
+  env?: Record<string, string>;
 }
 
 /** How often each route of each instance is probed. */
@@ -66,7 +68,7 @@ export class World {
     };
     this.cluster = await createCluster();
     phase('cluster');
-    this.instances = await startInstances(this.cluster.databaseUrl, 2);
+    this.instances = await startInstances(this.cluster.databaseUrl, 2, options.env);
     phase('instances');
     const [publisher, streamProbe, ...subscribers] = await createClients(this.cluster.databaseUrl, [
       { name: 'faults-publisher', scope: PUBLISH_SCOPE },
@@ -103,6 +105,18 @@ export class World {
     const { attempt, token } = await requestToken(new AttemptLog(), 'probe', this.instances[0], client, scope);
     if (!token) throw new Error(`token request for ${client.id} answered ${attempt.outcome}`);
     return token;
+  }
+
+  /**
+   * One more stream for each of `clients`, started now, the i-th on instance (i + 1) mod 2: with
+   * `spread` placement, the other instance than the client's first stream. Stopped with the others.
+   */
+  addStreams(clients: Credentials[]): Subscriber[] {
+    const delay = { baseMs: this.scale.reconnectDelayMs, jitterMs: this.scale.reconnectJitterMs };
+    const added = clients.map((client, index) => new Subscriber(client, this.instances, (index + 1) % this.instances.length, delay, this.log, this.mailbox));
+    this.subscribers.push(...added);
+    for (const subscriber of added) subscriber.start();
+    return added;
   }
 
   /** Subscribers whose stream is open on `instance` right now. */
