@@ -60,7 +60,7 @@ export class KeyAdminService {
       const { key, retired } = await store.rotate(newest, successor, this.env.KEY_ACTIVATION_DELAY);
       return { ...toNewKeyView(key), retired: { kid: retired.kid, expires_at: retired.expiresAt!.toISOString() } };
     });
-    this.keys.forgetRing(); // the other instances within their ring TTL
+    this.keys.forgetRing(); // other instances reload on the notice
     return rotated;
   }
 

@@ -4,6 +4,8 @@ import { SigningKeyEntity, type StoredPrivateKey } from './signing-key.entity.js
 
 /** Every instance LISTENs here; the payload is the revoked kid. */
 export const KEY_REVOKED_CHANNEL = 'vc_key_revoked';
+/** Every instance LISTENs here too; the payload is the kid a rotation published. */
+export const KEY_ROTATED_CHANNEL = 'vc_key_rotated';
 
 /**
  * The key that signs at PostgreSQL's `now()`: the one whose window [activates_at, retired_at)
@@ -66,11 +68,13 @@ export class KeyStore {
 
   /**
    * `key` takes over from `newest` in `delaySeconds`: published now, signing from then on, while
-   * `newest` signs until then and stays published for its stored lifetime after.
+   * `newest` signs until then and stays published for its stored lifetime after. Every instance
+   * is told when the transaction commits.
    */
   async rotate(newest: SigningKeyEntity, key: NewKey, delaySeconds: number): Promise<{ key: SigningKeyEntity; retired: SigningKeyEntity }> {
     const retired = await this.retire(newest.kid, delaySeconds);
     const inserted = await this.insert(key, delaySeconds); // the same now(): its window starts where the old one's ends
+    await this.manager.query('SELECT pg_notify($1, $2)', [KEY_ROTATED_CHANNEL, inserted.kid]);
     return { key: inserted, retired };
   }
 

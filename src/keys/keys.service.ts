@@ -18,10 +18,16 @@ const UNKNOWN_KID_RELOAD_MS = 5_000;
  * Which key signs is PostgreSQL's to say (SIGNS_NOW): a rotated-in key is published at once and
  * signs from its `activates_at`, the old key until then. A ring holds the private part of the key
  * that signed when it was read, never of one still waiting, so no instance signs with a key
- * before its activation. A ring read before an activation is dropped by then (the read says how
- * far off it is, by the database's clock, counted from when the read was sent); the next signing
- * reads the keys again. An instance learns of a rotation made elsewhere RING_TTL_MS after its
- * last read at the latest.
+ * before its activation. A rotation's NOTIFY makes every listening instance drop its ring, and a
+ * ring read before an activation is dropped by then (the read says how far off it is, by the
+ * database's clock, counted from when the read was sent); the next signing reads the keys again.
+ * So an instance that heard the notice signs with the new key from the activation on: only a
+ * signing that waits for a read already under way at that moment may still get the old key, late
+ * by at most that read's round trip. One that missed it (its listener down) reads the keys when
+ * it listens again, and RING_TTL_MS after its last read in any case: it switches at the
+ * activation or 30 s after the rotation, whichever is later (on time with the default delay of
+ * 60 s). Signing with the old key a little late is harmless: it stays published until its tokens
+ * expire.
  */
 @Injectable()
 export class KeysService {
