@@ -13,7 +13,7 @@ export class JwksController {
   @Get('jwks.json')
   @Header('Content-Type', 'application/jwk-set+json; charset=utf-8')
   @Header('Cache-Control', `public, max-age=${JWKS_MAX_AGE}`)
-  @ApiOperation({ summary: 'Public keys that verify access tokens (RFC 7517): the current key and recently retired ones, never revoked ones' })
+  @ApiOperation({ summary: 'Public keys that verify access tokens (RFC 7517): the current key, one a rotation published to sign next, and recently retired ones, never revoked ones' })
   @ApiExtraModels(JwksDto)
   @ApiOkResponse({
     description: 'public parts only',

@@ -51,8 +51,8 @@ export class SigningKeyBootstrap implements OnApplicationBootstrap {
   }
 
   /**
-   * The first key signs at once (nothing has been signed yet). A changed SIGNING_ALG rotates like
-   * keys:rotate: the new key is published first and signs after KEY_ACTIVATION_DELAY.
+   * The first key signs at once: no token can be waiting for it. A changed SIGNING_ALG rotates
+   * like keys:rotate: the new key is published first and signs after KEY_ACTIVATION_DELAY.
    */
   private async ensureSigningKey(store: KeyStore) {
     const lifetime = this.env.longestSignedLifetime;
