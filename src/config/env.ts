@@ -33,6 +33,9 @@ const APP_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 /** Seed 000: "expires_in ... 3600 in all responses" of /sso/token. */
 export const USER_ACCESS_TOKEN_TTL = 3600;
 
+/** Seconds resource servers may keep the JWKS (its Cache-Control max-age): how long a new signing key waits, by default, before it signs. */
+export const JWKS_MAX_AGE = 60;
+
 /** How long closing the pool, saving cursors and stopping the embedded database may take after requests are cut. */
 export const SHUTDOWN_GRACE_MS = 15_000;
 
@@ -119,6 +122,13 @@ export class Env {
    */
   @IsOptional() @Matches(/^(?:[A-Za-z0-9+/]{43}=|[A-Za-z0-9_-]{43}|[0-9a-fA-F]{64})$/, { message: '$property must be 32 bytes as base64 or hex' })
   KEYS_ENCRYPTION_KEY?: string;
+
+  /**
+   * Seconds a key made by keys:rotate (or for a changed SIGNING_ALG) is published before it signs,
+   * so instances and resource servers holding the JWKS know it first; 0 signs at once (tests, one instance).
+   */
+  @Min(0) @Max(86400) @IsInt()
+  KEY_ACTIVATION_DELAY: number = JWKS_MAX_AGE;
 
   /** Comma-separated resource servers (RFC 8707) a client may name as `resource`; unset: the API URL only. */
   @IsOptional() @IsString()

@@ -1,6 +1,7 @@
 import { Controller, Get, Header } from '@nestjs/common';
 import { ApiExtraModels, ApiOkResponse, ApiOperation, ApiTags, getSchemaPath } from '@nestjs/swagger';
 import { ApiUnavailableResponse } from '../common/errors/api-error-response.decorator.js';
+import { JWKS_MAX_AGE } from '../config/env.js';
 import { JwksDto } from './dto/jwks.dto.js';
 import { KeysService } from './keys.service.js';
 
@@ -11,13 +12,13 @@ export class JwksController {
 
   @Get('jwks.json')
   @Header('Content-Type', 'application/jwk-set+json; charset=utf-8')
-  @Header('Cache-Control', 'public, max-age=60')
-  @ApiOperation({ summary: 'Public keys that verify access tokens (RFC 7517): the current key and recently retired ones, never revoked ones' })
+  @Header('Cache-Control', `public, max-age=${JWKS_MAX_AGE}`)
+  @ApiOperation({ summary: 'Public keys that verify access tokens (RFC 7517): the current key, one a rotation published to sign next, and recently retired ones, never revoked ones' })
   @ApiExtraModels(JwksDto)
   @ApiOkResponse({
     description: 'public parts only',
     content: { 'application/jwk-set+json': { schema: { $ref: getSchemaPath(JwksDto) } } },
-    headers: { 'Cache-Control': { description: '`public, max-age=60`', schema: { type: 'string' } } },
+    headers: { 'Cache-Control': { description: `\`public, max-age=${JWKS_MAX_AGE}\``, schema: { type: 'string' } } },
   })
   @ApiUnavailableResponse()
   jwks() {

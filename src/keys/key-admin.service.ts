@@ -1,5 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { notFound } from '../common/errors/app-error.js';
+import { conflict, notFound } from '../common/errors/app-error.js';
+import { Env } from '../config/env.js';
 import type { KeyStore } from './key-store.js';
 import { type KeyView, toKeyView, toNewKeyView } from './key-views.js';
 import { KeysRepository } from './keys.repository.js';
@@ -11,13 +12,14 @@ import type { SigningKeyEntity } from './signing-key.entity.js';
 type NewKeyView = ReturnType<typeof toNewKeyView>;
 
 export interface RotateResult extends NewKeyView {
+  /** The key that signs until `activates_at`, and stays published until `expires_at`. */
   retired: { kid: string; expires_at: string };
 }
 
 export interface RevokeResult extends KeyView {
   /** True when the key had been revoked before: nothing changed, the notice was sent again. */
   already_revoked: boolean;
-  /** The key that signs from now on, when the revoked key was the active one. */
+  /** The key that signs from now on, when the revoked key was the signing one. */
   replaced_by: NewKeyView | null;
 }
 
@@ -33,31 +35,42 @@ export class KeyAdminService {
     private readonly repository: KeysRepository,
     private readonly vault: PrivateKeyVault,
     private readonly keys: KeysService,
+    private readonly env: Env,
   ) {}
 
-  list(): Promise<KeyView[]> {
-    return this.repository.findAllFacts().then((keys) => keys.map(toKeyView));
+  async list(): Promise<KeyView[]> {
+    const { keys, now } = await this.repository.findAllFacts();
+    return keys.map((key) => toKeyView(key, now));
   }
 
-  /** A new key of the active key's algorithm signs from now on; the old one stays published until its last token expires. */
+  /**
+   * A new key of the signing key's algorithm, published at once and signing after
+   * KEY_ACTIVATION_DELAY; the old one signs until then and stays published until its last token
+   * expires. One rotation at a time: a second one before the first key signs is refused.
+   */
   async rotate(): Promise<RotateResult> {
     const rotated = await this.repository.withKeyLock(async (store) => {
-      const active = await store.findActive();
-      if (!active) throw new Error('no active signing key to rotate: the service creates one when it starts');
-      const encrypted = this.encryptsLike(active);
-      const retired = await store.retire(active.kid);
-      const key = await this.successorOf(store, active, encrypted);
+      const pending = await store.findPending();
+      if (pending) {
+        throw conflict(`key ${pending.kid} already waits to sign, from ${pending.activatesAt.toISOString()}: rotate again once it signs`);
+      }
+      const newest = await store.findNewest();
+      if (!newest) throw new Error('no active signing key to rotate: the service creates one when it starts');
+      const successor = await newSigningKey(this.vault, newest.alg, newest.retiredLifetimeSeconds, this.encryptsLike(newest));
+      const { key, retired } = await store.rotate(newest, successor, this.env.KEY_ACTIVATION_DELAY);
       return { ...toNewKeyView(key), retired: { kid: retired.kid, expires_at: retired.expiresAt!.toISOString() } };
     });
-    this.keys.forgetRing(); // this process signs with the new key at once; instances within their ring TTL
+    this.keys.forgetRing(); // other instances reload on the notice
     return rotated;
   }
 
   /**
    * The emergency path after a key is stolen: it leaves the JWKS and every token it signed is
-   * refused, on every instance at once (the notice is sent in the same transaction). An active key
-   * is replaced in that transaction by a new one of the same algorithm. Revoking a revoked key
-   * changes nothing and succeeds (the notice goes out again), so the command can simply be re-run.
+   * refused, on every instance at once (the notice is sent in the same transaction). The signing
+   * key is replaced in that transaction: by the key a rotation already published, if one waits,
+   * else by a new one of the same algorithm. A waiting key revoked before it signs undoes its
+   * rotation: the signing key signs on. Revoking a revoked key changes nothing and succeeds (the
+   * notice goes out again), so the command can simply be re-run.
    */
   async revoke(kid: string): Promise<RevokeResult> {
     // kids are JWK thumbprints (RFC 7638): anything else, NUL included, is no key, asked without a query.
@@ -67,14 +80,17 @@ export class KeyAdminService {
       if (!key) throw notFound(`no signing key with kid "${kid}"`);
       if (key.revokedAt) {
         await store.notifyRevoked(kid);
-        return { ...toKeyView(key), already_revoked: true, replaced_by: null };
+        return { ...revokedView(key), already_revoked: true, replaced_by: null };
       }
-      const active = key.retiredAt === null ? await store.findActive() : null;
-      const encrypted = active ? this.encryptsLike(active) : false; // checked before anything changes
+      const [signing, pending] = [await store.findSigning(), await store.findPending()];
+      const replaced = signing?.kid === kid ? signing : null;
+      const encrypted = replaced && !pending ? this.encryptsLike(replaced) : false; // checked before anything changes
       const revoked = await store.revoke(kid);
-      const replacement = active ? await this.successorOf(store, active, encrypted) : null;
+      let replacement: SigningKeyEntity | null = null;
+      if (replaced) replacement = pending ? await store.activateNow(pending.kid) : await this.successorOf(store, replaced, encrypted);
+      else if (pending?.kid === kid && signing) await store.keepSigning(signing.kid);
       await store.notifyRevoked(kid);
-      return { ...toKeyView(revoked), already_revoked: false, replaced_by: replacement && toNewKeyView(replacement) };
+      return { ...revokedView(revoked), already_revoked: false, replaced_by: replacement && toNewKeyView(replacement) };
     });
     this.keys.keyRevoked(kid);
     return result;
@@ -89,8 +105,11 @@ export class KeyAdminService {
     return encrypted;
   }
 
-  /** A key like `active` (algorithm, lifetime, encrypted or not) to sign in its place. */
+  /** A key like `active` (algorithm, lifetime, encrypted or not) that signs in its place at once. */
   private async successorOf(store: KeyStore, active: SigningKeyEntity, encrypted: boolean) {
-    return store.insert(await newSigningKey(this.vault, active.alg, active.retiredLifetimeSeconds, encrypted));
+    return store.insert(await newSigningKey(this.vault, active.alg, active.retiredLifetimeSeconds, encrypted), 0);
   }
 }
+
+/** A revoked key's view: its status is `revoked` whatever the time. */
+const revokedView = (key: SigningKeyEntity) => toKeyView(key, key.revokedAt!);

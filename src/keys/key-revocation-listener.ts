@@ -1,14 +1,14 @@
 import { Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
 import { PgListener } from '../database/pg-listener.service.js';
-import { KEY_REVOKED_CHANNEL } from './key-store.js';
+import { KEY_REVOKED_CHANNEL, KEY_ROTATED_CHANNEL } from './key-store.js';
 import { KeysService } from './keys.service.js';
 
 const RELOAD_RETRY_MS = 5_000;
 
 /**
- * Tells this instance's KeysService of every keys:revoke, wherever it ran. NOTIFY only wakes: a
- * notice sent while the listener was down is lost, so after every (re)connection the keys and
- * the revoked kids are read again, until that read succeeds.
+ * Tells this instance's KeysService of every keys:revoke and every rotation, wherever it ran.
+ * NOTIFY only wakes: a notice sent while the listener was down is lost, so after every
+ * (re)connection the keys and the revoked kids are read again, until that read succeeds.
  */
 @Injectable()
 export class KeyRevocationListener implements OnApplicationShutdown {
@@ -23,6 +23,8 @@ export class KeyRevocationListener implements OnApplicationShutdown {
     listener.on(KEY_REVOKED_CHANNEL, (kid) => {
       if (kid) keys.keyRevoked(kid);
     });
+    // A new key is published: the next use reads the ring again, learning when that key signs.
+    listener.on(KEY_ROTATED_CHANNEL, () => keys.forgetRing());
     listener.onResume(() => void this.catchUp());
   }
 

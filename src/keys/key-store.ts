@@ -4,9 +4,19 @@ import { SigningKeyEntity, type StoredPrivateKey } from './signing-key.entity.js
 
 /** Every instance LISTENs here; the payload is the revoked kid. */
 export const KEY_REVOKED_CHANNEL = 'vc_key_revoked';
+/** Every instance LISTENs here too; the payload is the kid a rotation published. */
+export const KEY_ROTATED_CHANNEL = 'vc_key_rotated';
 
-/** When a key retired now stops being published: once the last token it signed has expired. */
-const RETIRED_KEY_EXPIRY = 'now() + make_interval(secs => retired_lifetime_seconds)';
+/**
+ * The key that signs at PostgreSQL's `now()`: the one whose window [activates_at, retired_at)
+ * holds it. A rotation ends the old key's window where the new one's begins, so there is one.
+ */
+export const SIGNS_NOW = 'revoked_at IS NULL AND activates_at <= now() AND (retired_at IS NULL OR retired_at > now())';
+
+/** `delay` seconds from now, by PostgreSQL's clock like every expiry. */
+const AFTER_DELAY = 'now() + make_interval(secs => :delay)';
+/** When a key retired at `at` stops being published: once the last token it signed has expired. */
+const expiryAfter = (at: string) => `${at} + make_interval(secs => retired_lifetime_seconds)`;
 
 /** A key loaded with its private columns (they are `select: false` otherwise). */
 export type KeyWithPrivatePart = SigningKeyEntity;
@@ -19,9 +29,19 @@ export interface NewKey extends Omit<GeneratedKey, 'privateKeyPem'>, StoredPriva
 export class KeyStore {
   constructor(private readonly manager: EntityManager) {}
 
-  /** The key that signs, private part included. */
-  findActive(): Promise<KeyWithPrivatePart | null> {
+  /** The key that signs now, private part included. */
+  findSigning(): Promise<KeyWithPrivatePart | null> {
+    return this.withPrivateParts().where(SIGNS_NOW).getOne();
+  }
+
+  /** The newest key, private part included: the one signing, or the one waiting to. A rotation follows it. */
+  findNewest(): Promise<KeyWithPrivatePart | null> {
     return this.withPrivateParts().where('key.retired_at IS NULL').getOne();
+  }
+
+  /** The key a rotation published that does not sign yet (there is at most one: see KeyAdminService.rotate). */
+  findPending(): Promise<SigningKeyEntity | null> {
+    return this.manager.createQueryBuilder(SigningKeyEntity, 'key').where('key.revoked_at IS NULL AND key.activates_at > now()').getOne();
   }
 
   /** Every key, private parts included (to check or seal them at start). */
@@ -34,31 +54,51 @@ export class KeyStore {
     return this.manager.findOne(SigningKeyEntity, { where: { kid }, lock: { mode: 'pessimistic_write' } });
   }
 
-  async insert(key: NewKey): Promise<SigningKeyEntity> {
-    await this.manager.insert(SigningKeyEntity, { ...key, retiredAt: null, expiresAt: null, revokedAt: null });
+  /** A key that signs `delaySeconds` from now; published (in the JWKS) at once. */
+  async insert(key: NewKey, delaySeconds: number): Promise<SigningKeyEntity> {
+    await this.manager
+      .createQueryBuilder()
+      .insert()
+      .into(SigningKeyEntity)
+      .values({ ...key, activatesAt: () => AFTER_DELAY, retiredAt: null, expiresAt: null, revokedAt: null })
+      .setParameters({ delay: delaySeconds })
+      .execute();
     return this.manager.findOneByOrFail(SigningKeyEntity, { kid: key.kid });
   }
 
-  /** Stops the key signing; it stays published for its stored lifetime, by PostgreSQL's clock like every expiry. */
-  async retire(kid: string): Promise<SigningKeyEntity> {
+  /**
+   * `key` takes over from `newest` in `delaySeconds`: published now, signing from then on, while
+   * `newest` signs until then and stays published for its stored lifetime after. Every instance
+   * is told when the transaction commits.
+   */
+  async rotate(newest: SigningKeyEntity, key: NewKey, delaySeconds: number): Promise<{ key: SigningKeyEntity; retired: SigningKeyEntity }> {
+    const retired = await this.retire(newest.kid, delaySeconds);
+    const inserted = await this.insert(key, delaySeconds); // the same now(): its window starts where the old one's ends
+    await this.manager.query('SELECT pg_notify($1, $2)', [KEY_ROTATED_CHANNEL, inserted.kid]);
+    return { key: inserted, retired };
+  }
+
+  /** Withdraws the key: its signing ends now if it had not, and `expires_at` stays the end of its tokens' lifetime. */
+  async revoke(kid: string): Promise<SigningKeyEntity> {
+    // least() skips nulls: a key still signing, or waiting to, gets now().
     await this.manager
       .createQueryBuilder()
       .update(SigningKeyEntity)
-      .set({ retiredAt: () => 'now()', expiresAt: () => RETIRED_KEY_EXPIRY })
+      .set({ revokedAt: () => 'now()', retiredAt: () => 'least(retired_at, now())', expiresAt: () => `least(expires_at, ${expiryAfter('now()')})` })
       .where('kid = :kid', { kid })
       .execute();
     return this.manager.findOneByOrFail(SigningKeyEntity, { kid });
   }
 
-  /** Withdraws the key: retired if it was not, and `expires_at` kept as the end of its tokens' lifetime. */
-  async revoke(kid: string): Promise<SigningKeyEntity> {
-    await this.manager
-      .createQueryBuilder()
-      .update(SigningKeyEntity)
-      .set({ revokedAt: () => 'now()', retiredAt: () => 'coalesce(retired_at, now())', expiresAt: () => `coalesce(expires_at, ${RETIRED_KEY_EXPIRY})` })
-      .where('kid = :kid', { kid })
-      .execute();
+  /** The pending key signs from now on: the key it was to replace was revoked. */
+  async activateNow(kid: string): Promise<SigningKeyEntity> {
+    await this.manager.createQueryBuilder().update(SigningKeyEntity).set({ activatesAt: () => 'now()' }).where('kid = :kid', { kid }).execute();
     return this.manager.findOneByOrFail(SigningKeyEntity, { kid });
+  }
+
+  /** The key signs on with no end: the key that was to replace it was revoked before it signed. */
+  async keepSigning(kid: string): Promise<void> {
+    await this.manager.update(SigningKeyEntity, { kid }, { retiredAt: null, expiresAt: null });
   }
 
   /** Delivered to every instance when the transaction commits, and only then. */
@@ -70,15 +110,34 @@ export class KeyStore {
     await this.manager.update(SigningKeyEntity, { kid }, stored);
   }
 
-  /** Never lowers it: tokens already signed under a longer setting must stay verifiable. */
-  async raiseRetiredLifetime(kid: string, seconds: number): Promise<void> {
+  /**
+   * Raises the stored lifetime of the keys that sign or will sign, never lowering it: tokens
+   * already signed under a longer setting must stay verifiable. A key whose retirement is set
+   * ahead (it signs until a rotated-in key activates) has its expiry moved with it.
+   */
+  async raiseRetiredLifetimes(seconds: number): Promise<void> {
     await this.manager
       .createQueryBuilder()
       .update(SigningKeyEntity)
-      .set({ retiredLifetimeSeconds: () => 'greatest(retired_lifetime_seconds, :seconds)' })
+      .set({
+        retiredLifetimeSeconds: () => 'greatest(retired_lifetime_seconds, :seconds)',
+        expiresAt: () => 'retired_at + make_interval(secs => greatest(retired_lifetime_seconds, :seconds))',
+      })
       .setParameters({ seconds })
+      .where('revoked_at IS NULL AND (retired_at IS NULL OR retired_at > now())')
+      .execute();
+  }
+
+  /** Stops the key signing `delaySeconds` from now; it stays published for its stored lifetime after that. */
+  private async retire(kid: string, delaySeconds: number): Promise<SigningKeyEntity> {
+    await this.manager
+      .createQueryBuilder()
+      .update(SigningKeyEntity)
+      .set({ retiredAt: () => AFTER_DELAY, expiresAt: () => expiryAfter(AFTER_DELAY) })
+      .setParameters({ delay: delaySeconds })
       .where('kid = :kid', { kid })
       .execute();
+    return this.manager.findOneByOrFail(SigningKeyEntity, { kid });
   }
 
   private withPrivateParts() {

@@ -1,7 +1,8 @@
 import type { KeyFacts } from './keys.repository.js';
 import type { SigningAlg, SigningKeyEntity } from './signing-key.entity.js';
 
-export type KeyStatus = 'active' | 'retired' | 'revoked' | 'expired';
+/** `pending`: published by a rotation, signing from `activates_at`. */
+export type KeyStatus = 'pending' | 'active' | 'retired' | 'revoked' | 'expired';
 
 /** A key as the CLI prints it: public facts only, wire names in snake_case. */
 export interface KeyView {
@@ -9,29 +10,40 @@ export interface KeyView {
   alg: SigningAlg;
   status: KeyStatus;
   created_at: string;
+  activates_at: string;
   retired_at: string | null;
   expires_at: string | null;
   revoked_at: string | null;
 }
 
-/** Revoked wins over expired: an operator looking for the stolen key must see what was done to it. */
-export function keyStatus(key: KeyFacts, now = Date.now()): KeyStatus {
+/**
+ * Revoked wins over expired: an operator looking for the stolen key must see what was done to it.
+ * `now` is PostgreSQL's, the clock that set these times.
+ */
+export function keyStatus(key: KeyFacts, now: Date): KeyStatus {
   if (key.revokedAt) return 'revoked';
-  if (!key.retiredAt) return 'active';
-  return key.expiresAt && key.expiresAt.getTime() <= now ? 'expired' : 'retired';
+  if (key.expiresAt && key.expiresAt <= now) return 'expired';
+  if (key.activatesAt > now) return 'pending';
+  return key.retiredAt && key.retiredAt <= now ? 'retired' : 'active';
 }
 
-export function toKeyView(key: KeyFacts): KeyView {
+export function toKeyView(key: KeyFacts, now: Date): KeyView {
   return {
     kid: key.kid,
     alg: key.alg,
-    status: keyStatus(key),
+    status: keyStatus(key, now),
     created_at: key.createdAt.toISOString(),
+    activates_at: key.activatesAt.toISOString(),
     retired_at: key.retiredAt?.toISOString() ?? null,
     expires_at: key.expiresAt?.toISOString() ?? null,
     revoked_at: key.revokedAt?.toISOString() ?? null,
   };
 }
 
-/** A key that just started signing. */
-export const toNewKeyView = (key: SigningKeyEntity) => ({ kid: key.kid, alg: key.alg, created_at: key.createdAt.toISOString() });
+/** A key that signs, or will from `activates_at`. */
+export const toNewKeyView = (key: SigningKeyEntity) => ({
+  kid: key.kid,
+  alg: key.alg,
+  created_at: key.createdAt.toISOString(),
+  activates_at: key.activatesAt.toISOString(),
+});

@@ -5,7 +5,7 @@ import { KeyRing, type SigningKey, type VerificationKey } from './key-ring.js';
 import { KeysRepository, type LiveKey } from './keys.repository.js';
 import { PrivateKeyVault } from './private-key-vault.js';
 
-/** How long an instance trusts its copy of the keys; a rotation by another process shows up within it. */
+/** How long an instance trusts its copy of the keys when no notice says otherwise. */
 const RING_TTL_MS = 30_000;
 /** An unknown kid triggers a reload at most this often, so forged kids cannot hammer the database. */
 const UNKNOWN_KID_RELOAD_MS = 5_000;
@@ -14,6 +14,20 @@ const UNKNOWN_KID_RELOAD_MS = 5_000;
  * Signing keys shared by every instance through PostgreSQL, and the kids revoked among them.
  * Revocations arrive by NOTIFY (see KeyRevocationListener) and with every reload of the ring, so
  * `isRevoked` answers from memory on the verification hot path.
+ *
+ * Which key signs is PostgreSQL's to say (SIGNS_NOW): a rotated-in key is published at once and
+ * signs from its `activates_at`, the old key until then. A ring holds the private part of the key
+ * that signed when it was read, never of one still waiting, so no instance signs with a key
+ * before its activation. A rotation's NOTIFY makes every listening instance drop its ring, and a
+ * ring read before an activation is dropped by then (the read says how far off it is, by the
+ * database's clock, counted from when the read was sent); the next signing reads the keys again.
+ * So an instance that heard the notice signs with the new key from the activation on: only a
+ * signing that waits for a read already under way at that moment may still get the old key, late
+ * by at most that read's round trip. One that missed it (its listener down) reads the keys when
+ * it listens again, and RING_TTL_MS after its last read in any case: it switches at the
+ * activation or 30 s after the rotation, whichever is later (on time with the default delay of
+ * 60 s). Signing with the old key a little late is harmless: it stays published until its tokens
+ * expire.
  */
 @Injectable()
 export class KeysService {
@@ -77,7 +91,7 @@ export class KeysService {
     await this.currentRing();
   }
 
-  /** The keys changed in this process (created, rotated): the next use reads them again. */
+  /** The keys changed (created or rotated here, or a rotation was announced): the next use reads them again. */
   forgetRing(): void {
     this.ring = null;
     this.loading = null;
@@ -85,7 +99,7 @@ export class KeysService {
 
   private async currentRing(): Promise<KeyRing> {
     const ring = this.ring && (await this.ring);
-    return ring && Date.now() - ring.loadedAt < RING_TTL_MS ? ring : this.reloadRing();
+    return ring && Date.now() < ring.freshUntil ? ring : this.reloadRing();
   }
 
   private ringAfterUnknownKid(): Promise<KeyRing> {
@@ -111,22 +125,26 @@ export class KeysService {
   }
 
   private async loadRing(): Promise<KeyRing> {
+    const readAt = Date.now();
     const live = await this.keys.findLive();
     for (const key of live) if (key.revokedAt) this.learnRevoked(key.kid);
     const published = live.filter((key) => !this.revoked.has(key.kid));
-    const active = published.find((key) => key.retiredAt === null);
-    if (!active) return new KeyRing(published, null);
+    // Read again when the signing key changes (a rotation's activation: never late, as counted from
+    // before the database measured it), and after RING_TTL_MS at the latest.
+    const freshUntil = readAt + Math.min(RING_TTL_MS, ...live.map((key) => key.changesInMs ?? Infinity));
+    const signer = published.find((key) => key.signsNow);
+    if (!signer) return new KeyRing(published, freshUntil, null);
     try {
-      return new KeyRing(published, this.parseSigningKey(active));
+      return new KeyRing(published, freshUntil, this.parseSigningKey(signer));
     } catch (error) {
       // Verification goes on; signing fails with the reason (e.g. another instance added a KEK this
       // one lacks). Not logged here: at start the bootstrap reports it once, later each failed signing does.
-      return new KeyRing(published, null, (error as Error).message);
+      return new KeyRing(published, freshUntil, null, (error as Error).message);
     }
   }
 
-  private parseSigningKey(active: LiveKey): SigningKey {
-    return { kid: active.kid, alg: active.alg, privateKey: createPrivateKey(this.vault.open(active.kid, active)) };
+  private parseSigningKey(signer: LiveKey): SigningKey {
+    return { kid: signer.kid, alg: signer.alg, privateKey: createPrivateKey(this.vault.open(signer.kid, signer)) };
   }
 
   private learnRevoked(kid: string): void {

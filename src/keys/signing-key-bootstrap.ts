@@ -9,8 +9,8 @@ import type { SigningAlg } from './signing-key.entity.js';
 
 /**
  * What only the service does to the keys when it starts (never the CLI, whatever its env):
- * protect stored private keys with KEYS_ENCRYPTION_KEY, create the first key, replace the active
- * key when SIGNING_ALG changed, and record its own token lifetime on the active key.
+ * protect stored private keys with KEYS_ENCRYPTION_KEY, create the first key, rotate to a key of
+ * SIGNING_ALG when it changed, and record its own token lifetime on the keys that sign or will.
  */
 @Injectable()
 export class SigningKeyBootstrap implements OnApplicationBootstrap {
@@ -26,12 +26,12 @@ export class SigningKeyBootstrap implements OnApplicationBootstrap {
   async onApplicationBootstrap(): Promise<void> {
     const { sealed, created } = await this.repository.withKeyLock(async (store) => ({
       sealed: await this.protectStoredKeys(store),
-      created: await this.ensureActiveKey(store),
+      created: await this.ensureSigningKey(store),
     }));
     this.keys.forgetRing(); // a ring read before this (a listener resume) may lack the new key
     if (!this.vault.hasKek) this.logger.warn('KEYS_ENCRYPTION_KEY is not set: private signing keys are stored unencrypted');
     if (sealed > 0) this.logger.log(`encrypted ${sealed} private signing key(s) that were stored in plain text`);
-    if (created) this.logger.log(`created ${created.alg} signing key ${created.kid}`);
+    if (created) this.logger.log(`created ${created.alg} signing key ${created.kid}, signing from ${created.activatesAt.toISOString()}`);
   }
 
   /**
@@ -50,14 +50,22 @@ export class SigningKeyBootstrap implements OnApplicationBootstrap {
     return sealed;
   }
 
-  private async ensureActiveKey(store: KeyStore) {
-    const active = await store.findActive();
+  /**
+   * The first key signs at once: no token can be waiting for it. A changed SIGNING_ALG rotates
+   * like keys:rotate: the new key is published first and signs after KEY_ACTIVATION_DELAY.
+   */
+  private async ensureSigningKey(store: KeyStore) {
     const lifetime = this.env.longestSignedLifetime;
-    if (active?.alg === this.env.SIGNING_ALG) {
-      await store.raiseRetiredLifetime(active.kid, lifetime);
+    const alg = this.env.SIGNING_ALG as SigningAlg;
+    const newest = await store.findNewest();
+    if (!newest) return store.insert(await newSigningKey(this.vault, alg, lifetime, this.vault.hasKek), 0);
+    await store.raiseRetiredLifetimes(lifetime);
+    if (newest.alg === alg) return null;
+    const pending = await store.findPending();
+    if (pending) {
+      this.logger.warn(`SIGNING_ALG is ${alg}, but ${pending.alg} key ${pending.kid} waits to sign from ${pending.activatesAt.toISOString()}: restart after that to replace it`);
       return null;
     }
-    if (active) await store.retire(active.kid);
-    return store.insert(await newSigningKey(this.vault, this.env.SIGNING_ALG as SigningAlg, lifetime, this.vault.hasKek));
+    return (await store.rotate(newest, await newSigningKey(this.vault, alg, lifetime, this.vault.hasKek), this.env.KEY_ACTIVATION_DELAY)).key;
   }
 }

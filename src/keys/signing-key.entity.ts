@@ -34,7 +34,11 @@ export class SigningKeyEntity {
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
   createdAt: Date;
 
-  /** Set when a newer key took over signing; the key then only verifies. */
+  /** When the key starts signing: a rotated-in key is published for KEY_ACTIVATION_DELAY first. */
+  @Column('timestamptz', { name: 'activates_at' })
+  activatesAt: Date;
+
+  /** When a newer key takes (or took) over signing; the key then only verifies. Set ahead by a rotation. */
   @Column('timestamptz', { name: 'retired_at', nullable: true })
   retiredAt: Date | null;
 

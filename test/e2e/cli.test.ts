@@ -346,26 +346,31 @@ describe('user:create', () => {
 describe('keys:rotate', () => {
   let storedRetiredExpiry: string | undefined;
   let printedRetiredExpiry: string | undefined;
+  let activatesAt: string | undefined;
 
   beforeAll(async () => {
     // The service creates the first key when it starts; the CLI never does.
     await (await startTestApp({}, databaseUrl)).close();
   });
 
-  it('signs with a new ES256 key and retires the previous one', async () => {
+  it('publishes a new ES256 key that signs after KEY_ACTIVATION_DELAY, retiring the previous one then', async () => {
     const before = await query<{ kid: string }>(databaseUrl, 'SELECT kid FROM signing_keys WHERE retired_at IS NULL');
     expect(before).toHaveLength(1);
 
-    const rotated = parseSuccess<{ kid: string; alg: string; created_at: string; retired: { kid: string; expires_at: string } }>(
+    const rotated = parseSuccess<{ kid: string; alg: string; created_at: string; activates_at: string; retired: { kid: string; expires_at: string } }>(
       await runCli(['keys:rotate']),
     );
-    expect(Object.keys(rotated).sort()).toEqual(['alg', 'created_at', 'kid', 'retired']);
+    expect(Object.keys(rotated).sort()).toEqual(['activates_at', 'alg', 'created_at', 'kid', 'retired']);
     expect(rotated).toEqual({
       kid: expect.any(String),
       alg: 'ES256',
       created_at: expect.stringMatching(ISO_TIMESTAMP),
+      activates_at: expect.stringMatching(ISO_TIMESTAMP),
       retired: { kid: before[0].kid, expires_at: expect.stringMatching(ISO_TIMESTAMP) },
     });
+    // It signs 60 s (the JWKS's cache lifetime) after the rotation, by default.
+    expect(Date.parse(rotated.activates_at) - Date.parse(rotated.created_at)).toBe(60_000);
+    activatesAt = rotated.activates_at;
     expect(rotated.kid).not.toBe(before[0].kid);
     expect(Date.parse(rotated.retired.expires_at)).toBeGreaterThan(Date.now());
 
@@ -375,8 +380,8 @@ describe('keys:rotate', () => {
       before[0].kid,
     ]);
     expect(retired).toHaveLength(1);
-    // The old key stays published as long as the longest token lifetime (1 h by default).
-    expect(Math.abs(Date.parse(rotated.retired.expires_at) - Date.now() - 3_600_000)).toBeLessThan(60_000);
+    // The old key signs until then, and stays published as long as the longest token lifetime (1 h by default).
+    expect(Date.parse(rotated.retired.expires_at) - Date.parse(rotated.activates_at)).toBe(3_600_000);
     expect(Math.abs(Date.parse(rotated.retired.expires_at) - retired[0].expires_at.getTime())).toBeLessThan(1_000);
     storedRetiredExpiry = retired[0].expires_at.toISOString();
     printedRetiredExpiry = rotated.retired.expires_at;
@@ -384,6 +389,18 @@ describe('keys:rotate', () => {
 
   it('prints the retired key expiry that was stored', () => {
     expect(printedRetiredExpiry).toBe(storedRetiredExpiry);
+  });
+
+  it('keys:list shows the new key pending until its activation, and the old one active until then', async () => {
+    const listed = parseSuccess<{ status: string; activates_at: string; retired_at: string | null }[]>(await runCli(['keys:list']));
+    expect(listed.map(({ status, activates_at, retired_at }) => ({ status, activates_at, retired_at }))).toEqual([
+      { status: 'pending', activates_at: activatesAt, retired_at: null },
+      { status: 'active', activates_at: expect.stringMatching(ISO_TIMESTAMP), retired_at: activatesAt },
+    ]);
+  });
+
+  it('refuses a second rotation while the new key waits to sign', async () => {
+    expectFailure(await runCli(['keys:rotate']), new RegExp(`already waits to sign, from ${activatesAt!.replace(/\./g, '\\.')}: rotate again once it signs`));
   });
 });
 

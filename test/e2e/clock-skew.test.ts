@@ -59,15 +59,21 @@ describe('expiries by the database clock', () => {
 
   it('keeps a rotated-out signing key published for its stored lifetime by the database clock, whatever the rotating clock says', async () => {
     vi.useFakeTimers({ toFake: ['Date'], now: Date.now() + 120_000, shouldAdvanceTime: true });
-    const { retired } = await app.get(KeyAdminService).rotate();
+    const { kid, retired } = await app.get(KeyAdminService).rotate();
     vi.useRealTimers();
-    const [row] = await query<{ left: number; lifetime: number }>(
+    const [row] = await query<{ left: number; lifetime: number; activation: number }>(
       app.databaseUrl,
-      'SELECT extract(epoch FROM expires_at - now())::int AS left, retired_lifetime_seconds AS lifetime FROM signing_keys WHERE kid = $1',
-      [retired.kid],
+      `SELECT extract(epoch FROM retired.expires_at - now())::int AS left, retired.retired_lifetime_seconds AS lifetime,
+              extract(epoch FROM rotated.activates_at - now())::int AS activation
+       FROM signing_keys retired, signing_keys rotated WHERE retired.kid = $1 AND rotated.kid = $2`,
+      [retired.kid, kid],
     );
-    expect(row.left).toBeGreaterThan(row.lifetime - 10);
-    expect(row.left).toBeLessThanOrEqual(row.lifetime);
+    // It signs until the new key activates (KEY_ACTIVATION_DELAY later, by the same clock), then stays published.
+    const delay = app.env.KEY_ACTIVATION_DELAY;
+    expect(row.activation).toBeGreaterThan(delay - 10);
+    expect(row.activation).toBeLessThanOrEqual(delay);
+    expect(row.left).toBeGreaterThan(delay + row.lifetime - 10);
+    expect(row.left).toBeLessThanOrEqual(delay + row.lifetime);
   });
 });
 

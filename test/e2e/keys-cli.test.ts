@@ -65,13 +65,14 @@ describe('keys:rotate', () => {
     const url = await serviceDatabase({ CLIENT_TOKEN_TTL: '7200' });
     const [old] = await storedKeys(url);
     const before = Date.now();
-    const rotated = parseSuccess<{ kid: string; alg: string; retired: { kid: string; expires_at: string } }>(
+    const rotated = parseSuccess<{ kid: string; alg: string; activates_at: string; retired: { kid: string; expires_at: string } }>(
       await runCli(url, ['keys:rotate'], { SIGNING_ALG: 'RS256', CLIENT_TOKEN_TTL: '86400' }),
     );
     expect(rotated).toMatchObject({ alg: 'ES256', retired: { kid: old.kid } });
-    const lifetime = Date.parse(rotated.retired.expires_at) - before;
-    expect(lifetime).toBeGreaterThanOrEqual(7_200_000 - 1_000);
-    expect(lifetime).toBeLessThan(7_200_000 + 60_000);
+    // The old key signs until the new one activates (60 s by default), and is published for 2 h after.
+    expect(Date.parse(rotated.retired.expires_at) - Date.parse(rotated.activates_at)).toBe(7_200_000);
+    expect(Date.parse(rotated.activates_at) - before).toBeGreaterThanOrEqual(60_000 - 1_000);
+    expect(Date.parse(rotated.activates_at) - before).toBeLessThan(60_000 + 60_000);
     const stored = await storedKeys(url);
     expect(stored.find((row) => row.kid === rotated.kid)).toMatchObject({ alg: 'ES256', retired_at: null, retired_lifetime_seconds: 7200 });
   });
@@ -110,6 +111,7 @@ describe('keys:list and keys:revoke', () => {
         alg: 'ES256',
         status: 'active',
         created_at: expect.any(String),
+        activates_at: expect.any(String),
         retired_at: null,
         expires_at: null,
         revoked_at: null,

@@ -44,7 +44,7 @@ describe('keys:revoke reaches every instance at once', () => {
 
   beforeAll(async () => {
     cwd = await mkdtemp(join(tmpdir(), 'voyage-connect-keys-revocation-'));
-    first = await startTestApp({ KEYS_ENCRYPTION_KEY: KEK });
+    first = await startTestApp({ KEYS_ENCRYPTION_KEY: KEK, KEY_ACTIVATION_DELAY: '0' }); // its rotations retire the old key at once
     second = await startSecondInstance(first, { KEYS_ENCRYPTION_KEY: KEK });
     device = await createClient(first, { grants: ['client_credentials'] });
   });
@@ -57,7 +57,7 @@ describe('keys:revoke reaches every instance at once', () => {
   it('refuses the tokens of a revoked retired key on both instances, remembered ones included, and unpublishes it', async () => {
     const token = await verifiedEverywhere();
     const kid = kidOf(token);
-    const rotated = await runCli(['keys:rotate'], { cwd, env: { DATABASE_URL: first.databaseUrl, KEYS_ENCRYPTION_KEY: KEK } });
+    const rotated = await runCli(['keys:rotate'], { cwd, env: { DATABASE_URL: first.databaseUrl, KEYS_ENCRYPTION_KEY: KEK, KEY_ACTIVATION_DELAY: '0' } });
     expect(rotated.code, rotated.stderr).toBe(0);
     expect(await historyStatus(second, token)).toBe(200); // retired keys still verify
 

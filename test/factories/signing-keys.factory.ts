@@ -7,6 +7,8 @@ export interface StoredKeyRow {
   private_key_pem: string | null;
   private_key_encrypted: Buffer | null;
   retired_lifetime_seconds: number;
+  created_at: Date;
+  activates_at: Date;
   retired_at: Date | null;
   expires_at: Date | null;
   revoked_at: Date | null;

@@ -22,6 +22,8 @@ const RETIRED_KEY_LIFETIME_MS = 3_600_000;
 const KEK = randomBytes(32);
 const OTHER_KEK = randomBytes(32);
 const ISSUER = 'https://id.example';
+/** Rotations sign with the new key at once, as they did before KEY_ACTIVATION_DELAY: for tests about something else. */
+const SIGN_AT_ONCE = { KEY_ACTIVATION_DELAY: '0' };
 
 describe('KeysService', () => {
   const started: TestingModule[] = [];
@@ -85,9 +87,9 @@ describe('KeysService', () => {
     expect(await storedKeys(url)).toEqual([]);
   });
 
-  it('rotates to a new active key, publishing the old one for an hour more', async () => {
+  it('rotates to a new key that signs at once with KEY_ACTIVATION_DELAY=0, publishing the old one for an hour more', async () => {
     const url = await createTestDatabase();
-    const app = await start(url);
+    const app = await start(url, SIGN_AT_ONCE);
     const keys = app.get(KeysService);
     const [old] = await storedKeys(url);
     const before = Date.now();
@@ -147,6 +149,91 @@ describe('KeysService', () => {
     expect((await second.jwks()).keys.map((jwk) => jwk.kid)).toEqual([stored[0].kid]);
   });
 
+  describe('rotation publishes the new key before it signs (KEY_ACTIVATION_DELAY)', () => {
+    it('signs with the first key of an empty table at once', async () => {
+      const url = await createTestDatabase();
+      const app = await start(url, { KEY_ACTIVATION_DELAY: '3600' });
+      const [first] = await storedKeys(url);
+      expect(first.activates_at).toEqual(first.created_at);
+      expect((await signAndVerify(app)).kid).toBe(first.kid);
+    });
+
+    it('publishes the new key at once, keeps signing with the old one until the activation, then with the new one', async () => {
+      const url = await createTestDatabase();
+      const app = await start(url, { KEY_ACTIVATION_DELAY: '2' });
+      const [old] = await storedKeys(url);
+      expect((await signAndVerify(app)).kid).toBe(old.kid); // the ring is loaded
+
+      const rotated = await app.get(KeyAdminService).rotate();
+      const [{ activates_in: activatesIn }] = await query<{ activates_in: number }>(
+        url,
+        'SELECT extract(epoch FROM activates_at - now())::float8 AS activates_in FROM signing_keys WHERE kid = $1',
+        [rotated.kid],
+      );
+      expect(activatesIn).toBeGreaterThan(1);
+      expect(activatesIn).toBeLessThanOrEqual(2);
+      expect((await app.get(KeysService).jwks()).keys.map((jwk) => jwk.kid).sort()).toEqual([old.kid, rotated.kid].sort());
+      expect((await signAndVerify(app)).kid).toBe(old.kid);
+      expect((await app.get(KeyAdminService).list()).map(({ kid, status, activates_at, retired_at }) => ({ kid, status, activates_at, retired_at }))).toEqual([
+        { kid: rotated.kid, status: 'pending', activates_at: rotated.activates_at, retired_at: null },
+        { kid: old.kid, status: 'active', activates_at: expect.any(String), retired_at: rotated.activates_at },
+      ]);
+
+      await new Promise((resolve) => setTimeout(resolve, Date.parse(rotated.activates_at) + 1 - Date.now())); // +1: the printed time is cut to ms
+      expect((await signAndVerify(app)).kid).toBe(rotated.kid);
+      expect((await app.get(KeyAdminService).list()).map(({ status }) => status)).toEqual(['active', 'retired']);
+    });
+
+    it('refuses a second rotation while the first key waits, changing nothing', async () => {
+      const url = await createTestDatabase();
+      const app = await start(url);
+      const rotated = await app.get(KeyAdminService).rotate();
+      const before = await storedKeys(url);
+      await expect(app.get(KeyAdminService).rotate()).rejects.toMatchObject({
+        code: 'conflict',
+        message: `key ${rotated.kid} already waits to sign, from ${rotated.activates_at}: rotate again once it signs`,
+      });
+      expect(await storedKeys(url)).toEqual(before);
+    });
+
+    it('replaces a revoked signing key at once by the key waiting to replace it, making no other', async () => {
+      const url = await createTestDatabase();
+      const app = await start(url, { SIGNING_ALG: 'RS256', KEYS_ENCRYPTION_KEY: KEK.toString('hex') });
+      const [old] = await storedKeys(url);
+      const rotated = await app.get(KeyAdminService).rotate();
+
+      const revoked = await app.get(KeyAdminService).revoke(old.kid);
+      expect(revoked.replaced_by).toMatchObject({ kid: rotated.kid, alg: 'RS256' });
+      expect(Date.parse(revoked.replaced_by!.activates_at)).toBeLessThanOrEqual(Date.now());
+      expect((await storedKeys(url)).map((row) => row.kid)).toEqual([old.kid, rotated.kid]);
+      expect((await signAndVerify(app)).kid).toBe(rotated.kid);
+    });
+
+    it('undoes a rotation whose key is revoked before it signs: the old key signs on, with no end', async () => {
+      const url = await createTestDatabase();
+      const app = await start(url);
+      const [old] = await storedKeys(url);
+      const rotated = await app.get(KeyAdminService).rotate();
+
+      expect(await app.get(KeyAdminService).revoke(rotated.kid)).toMatchObject({ kid: rotated.kid, status: 'revoked', replaced_by: null });
+      expect((await storedKeys(url)).find((row) => row.kid === old.kid)).toMatchObject({ retired_at: null, expires_at: null, revoked_at: null });
+      expect((await app.get(KeysService).jwks()).keys.map((jwk) => jwk.kid)).toEqual([old.kid]);
+      expect((await signAndVerify(app)).kid).toBe(old.kid);
+      expect((await app.get(KeyAdminService).rotate()).retired.kid).toBe(old.kid); // and it can be rotated again
+    });
+
+    it('publishes the key of a changed SIGNING_ALG first: the old key signs until the activation', async () => {
+      const url = await createTestDatabase();
+      await start(url);
+      const [es256] = await storedKeys(url);
+      const app = await start(url, { SIGNING_ALG: 'RS256' });
+      const rs256 = (await storedKeys(url)).find((row) => row.alg === 'RS256')!;
+      expect(rs256.activates_at.getTime() - Date.now()).toBeGreaterThan(55_000);
+      expect((await app.get(KeysService).jwks()).keys.map((jwk) => jwk.kid)).toContain(rs256.kid);
+      expect((await signAndVerify(app)).kid).toBe(es256.kid);
+    });
+  });
+
   describe('the lifetime a retired key stays published', () => {
     it("is stored with the key from the service's longest token lifetime, raised but never lowered by later starts", async () => {
       const url = await createTestDatabase();
@@ -166,8 +253,10 @@ describe('KeysService', () => {
       const before = Date.now();
       const rotated = await cli.get(KeyAdminService).rotate();
       expect(rotated.alg).toBe('ES256');
-      expect(Date.parse(rotated.retired.expires_at) - before).toBeGreaterThanOrEqual(7_200_000);
-      expect(Date.parse(rotated.retired.expires_at) - before).toBeLessThan(7_260_000);
+      // The old key signs until the new one activates (KEY_ACTIVATION_DELAY, 60 s by default), then for 2 h more.
+      expect(Date.parse(rotated.retired.expires_at) - Date.parse(rotated.activates_at)).toBe(7_200_000);
+      expect(Date.parse(rotated.activates_at) - before).toBeGreaterThanOrEqual(60_000);
+      expect(Date.parse(rotated.activates_at) - before).toBeLessThan(62_000);
       expect((await activeKeys(url))[0]).toMatchObject({ kid: rotated.kid, alg: 'ES256', retired_lifetime_seconds: 7200 });
     });
   });
@@ -216,7 +305,7 @@ describe('KeysService', () => {
 
     it('seals every plain-text key when a KEK is added, keeping the active key', async () => {
       const url = await createTestDatabase();
-      const plain = await start(url);
+      const plain = await start(url, SIGN_AT_ONCE);
       await plain.get(KeyAdminService).rotate();
       const signed = await plain.get(JwtSigner).sign({ iss: ISSUER }, { typ: 'at+jwt', expiresInSeconds: 60 });
       const before = await storedKeys(url);
@@ -256,7 +345,7 @@ describe('KeysService', () => {
   describe('revocation', () => {
     it('withdraws a retired key at once: out of the JWKS, its tokens refused, cached ones included', async () => {
       const url = await createTestDatabase();
-      const app = await start(url);
+      const app = await start(url, SIGN_AT_ONCE);
       const signer = app.get(JwtSigner);
       const old = await signAndVerify(app);
       const token = await signer.sign({ iss: ISSUER }, { typ: 'at+jwt', expiresInSeconds: 60 });
@@ -302,7 +391,7 @@ describe('KeysService', () => {
 
     it('lists every key with its status and public facts only', async () => {
       const url = await createTestDatabase();
-      const app = await start(url, { KEYS_ENCRYPTION_KEY: KEK.toString('hex') });
+      const app = await start(url, { KEYS_ENCRYPTION_KEY: KEK.toString('hex'), ...SIGN_AT_ONCE });
       const admin = app.get(KeyAdminService);
       const [first] = await storedKeys(url);
       const { kid: second } = await admin.rotate();
@@ -317,7 +406,7 @@ describe('KeysService', () => {
         { kid: first.kid, status: 'expired' },
       ]);
       for (const view of listed) {
-        expect(Object.keys(view).sort()).toEqual(['alg', 'created_at', 'expires_at', 'kid', 'retired_at', 'revoked_at', 'status']);
+        expect(Object.keys(view).sort()).toEqual(['activates_at', 'alg', 'created_at', 'expires_at', 'kid', 'retired_at', 'revoked_at', 'status']);
       }
     });
   });
@@ -328,7 +417,7 @@ describe('KeysService', () => {
     const role = `jwks_reader_${randomBytes(4).toString('hex')}`;
     const password = randomBytes(12).toString('hex');
     await query(url, `CREATE ROLE ${role} LOGIN PASSWORD '${password}'`);
-    await query(url, `GRANT SELECT (kid, alg, public_jwk, retired_lifetime_seconds, created_at, retired_at, expires_at, revoked_at) ON signing_keys TO ${role}`);
+    await query(url, `GRANT SELECT (kid, alg, public_jwk, retired_lifetime_seconds, created_at, activates_at, retired_at, expires_at, revoked_at) ON signing_keys TO ${role}`);
     const restricted = new URL(url);
     restricted.username = role;
     restricted.password = password;
@@ -336,7 +425,7 @@ describe('KeysService', () => {
     try {
       const repository = new KeysRepository(dataSource);
       expect(await repository.findPublishedJwks()).toHaveLength(1);
-      expect(await repository.findAllFacts()).toHaveLength(1);
+      expect((await repository.findAllFacts()).keys).toHaveLength(1);
       await expect(repository.findLive()).rejects.toThrow(/permission denied/);
     } finally {
       await dataSource.destroy();
