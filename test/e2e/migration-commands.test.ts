@@ -19,9 +19,11 @@ async function npmRun(script: string, databaseUrl: string): Promise<{ code: numb
 const tables = async (url: string) =>
   (await query<{ name: string }>(url, `SELECT tablename AS name FROM pg_tables WHERE schemaname = 'public' ORDER BY 1`)).map((row) => row.name);
 
-/** Whether signing keys have an activation time: the last migration adds it. */
-const hasKeyActivation = async (url: string) =>
-  (await query(url, `SELECT 1 FROM information_schema.columns WHERE table_name = 'signing_keys' AND column_name = 'activates_at'`)).length === 1;
+const hasColumn = async (url: string, table: string, column: string) =>
+  (await query(url, `SELECT 1 FROM information_schema.columns WHERE table_name = $1 AND column_name = $2`, [table, column])).length === 1;
+/** The last migration adds the users' tokens-valid-after stamp; the one before it, the keys' activation time. */
+const hasLast = (url: string) => hasColumn(url, 'portal_users', 'tokens_valid_after');
+const hasOneBeforeLast = (url: string) => hasColumn(url, 'signing_keys', 'activates_at');
 
 describe('the migration commands of the README', () => {
   let url: string;
@@ -38,10 +40,11 @@ describe('the migration commands of the README', () => {
   it('npm run migration:revert undoes the last one only, and migration:run applies it again', async () => {
     const revert = await npmRun('migration:revert', url);
     expect(revert.code, revert.output).toBe(0);
-    expect(await hasKeyActivation(url)).toBe(false);
+    expect(await hasLast(url)).toBe(false);
+    expect(await hasOneBeforeLast(url)).toBe(true);
     expect(await tables(url)).toEqual(expect.arrayContaining(['clients', 'portal_users', 'device_codes']));
     const again = await npmRun('migration:run', url);
     expect(again.code, again.output).toBe(0);
-    expect(await hasKeyActivation(url)).toBe(true);
+    expect(await hasLast(url)).toBe(true);
   }, 60_000);
 });
