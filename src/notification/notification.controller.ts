@@ -34,7 +34,7 @@ export class NotificationController {
   @ApiAcceptedResponse({ type: PublishAcceptedDto, description: 'answered once the notification is durably stored' })
   @ApiErrorResponse(
     400,
-    '`errors` lists the field errors (a control character in a text field is one; so is a recipient that is no registered client); without `errors` for JSON that cannot be read or nests deeper than 32 levels',
+    '`errors` lists the field errors (a control character or a lone surrogate in a text field is one; so is a recipient that is no registered client); without `errors` for JSON that cannot be read or nests deeper than 32 levels',
   )
   @ApiBearerRefusals('notification:publish')
   @ApiErrorResponse(413, 'the body is over 64 KiB')

@@ -192,6 +192,18 @@ describe('notification publishing and history', () => {
       expect(JSON.parse(stored[0].payload)).toStrictEqual(pushedMessage(body));
     });
 
+    it('accepts upper-case UUIDs (RFC 4122 §3: case-insensitive on input), stores and lists them lower case, and answers every retry with the same id', async () => {
+      const body = validNotification(alice.id);
+      const upper = { ...body, correlationId: body.correlationId.toUpperCase(), routeCalculationScheduleId: body.routeCalculationScheduleId.toUpperCase() };
+      const id = await published(upper);
+      expect(await republished(upper)).toBe(id);
+      // The lower-case spelling is the same notification.
+      expect(await republished(body)).toBe(id);
+      const stored = await rows('correlation_id = $1', [body.correlationId]);
+      expect(stored.map((row) => row.id)).toEqual([id]);
+      expect(stored[0].payload).toBe(JSON.stringify(pushedMessage(body)));
+    });
+
     it('stores a second row for the same correlationId with a different status, or for a different recipient', async () => {
       const body = validNotification(alice.id);
       const fresh = await published(body);
@@ -350,6 +362,22 @@ describe('notification publishing and history', () => {
         ['an object', [{ text: 'x' }]],
       ])('refuses warnings containing %s', async (_case, warnings) => {
         await expectRefused((body) => ({ ...body, warnings }), 'warnings');
+      });
+
+      it.each([
+        ['recipient', (body: PublishBody) => ({ ...body, recipient: `${body.recipient}\ud800` })],
+        ['productName', (body: PublishBody) => ({ ...body, productName: '\udc00RouteAdvice' })],
+        ['origin', (body: PublishBody) => ({ ...body, origin: 'Route\ud83dService' })],
+        ['status', (body: PublishBody) => ({ ...body, status: 'New\ud800' })],
+        ['customerReferenceId', (body: PublishBody) => ({ ...body, customerReferenceId: '\ude00' })],
+        ['deliverables.0.productType', (body: PublishBody) => ({ ...body, deliverables: [{ productType: 'pdf\udbff' }] })],
+        ['warnings', (body: PublishBody) => ({ ...body, warnings: ['fine', 'half an emoji \ud83d'] })],
+      ])('refuses a lone surrogate in %s with 400 saying so, storing nothing (PostgreSQL would store U+FFFD instead)', async (field, change) => {
+        const count = await rowCount();
+        const response = await publish(app, publishToken, change(validNotification(alice.id)));
+        expectValidationError(response, field);
+        expect(response.body.errors).toEqual([expect.stringContaining('lone surrogate')]);
+        expect(await rowCount()).toBe(count);
       });
 
       it('names every invalid field of one body', async () => {
