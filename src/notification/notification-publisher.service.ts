@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { Batcher } from '../common/batching/batcher.js';
 import { invalidInput } from '../common/errors/app-error.js';
 import { Env } from '../config/env.js';
-import { isDatabaseUnavailable } from '../database/database-unavailable.js';
+import { databaseUnavailableReason } from '../database/database-unavailable.js';
 import { Metrics } from '../metrics/metrics.service.js';
 import { type PublishNotificationDto, toPushedMessage } from './dto/publish-notification.dto.js';
 import { type InsertOutcome, type NewNotification, NotificationsRepository } from './notifications.repository.js';
@@ -40,8 +40,8 @@ type PublishOutcome = InsertOutcome | { error: unknown };
  * publishes share transactions (PostgreSQL commits transactions that NOTIFY one at a time, so a
  * transaction each would cap the publish rate at one commit flush per notification). Sharing
  * never makes one publish fail, nor wait long for another: a recipient whose lock stays held
- * elsewhere is left out and published on its own, and a transaction PostgreSQL refuses is retried
- * one publish at a time.
+ * elsewhere is left out and published on its own, a transaction that times out is retried one
+ * recipient at a time, and one PostgreSQL refuses one publish at a time.
  */
 @Injectable()
 export class NotificationPublisher {
@@ -122,9 +122,14 @@ export class NotificationPublisher {
   }
 
   /**
-   * One transaction for the batch. If PostgreSQL refuses it for its data, each publish is tried
-   * again alone (in order), so only the one at fault fails. A timeout or a lost connection fails
-   * the whole batch: the database is what is wrong, and every caller gets its 503.
+   * One transaction for the batch. If it fails, what is tried again depends on why, so only the
+   * publishes at fault fail:
+   * - a lock or statement timeout: each recipient's publishes in a transaction of their own, one
+   *   recipient after the other; the recipient that times out alone is the slow one, and goes
+   *   alone for a while (SLOW_RECIPIENT_MS);
+   * - a refusal of the data: each publish alone, in order;
+   * - a lost connection, or a database that refuses connections: nothing; the database is what is
+   *   wrong, and every caller gets its 503.
    */
   private async store(batch: NewNotification[]): Promise<PublishOutcome[]> {
     try {
@@ -132,11 +137,33 @@ export class NotificationPublisher {
       outcomes.forEach((outcome, index) => this.noteLock(batch[index].recipient, 'recipientBusy' in outcome));
       return outcomes;
     } catch (error) {
-      if (batch.length === 1 || isDatabaseUnavailable(error)) return batch.map(() => ({ error }));
+      const reason = databaseUnavailableReason(error);
+      if (reason === 'lock' || reason === 'timeout') return this.storeEachRecipient(batch, error);
+      if (batch.length === 1 || reason !== undefined) return batch.map(() => ({ error }));
       const outcomes: PublishOutcome[] = [];
       for (const notification of batch) outcomes.push(...(await this.store([notification])));
       return outcomes;
     }
+  }
+
+  /** After a timeout: each recipient's publishes apart, in their order; a recipient that timed out on its own fails. */
+  private async storeEachRecipient(batch: NewNotification[], error: unknown): Promise<PublishOutcome[]> {
+    const positions = new Map<string, number[]>();
+    batch.forEach(({ recipient }, index) => {
+      const indexes = positions.get(recipient);
+      if (indexes) indexes.push(index);
+      else positions.set(recipient, [index]);
+    });
+    if (positions.size === 1) {
+      this.markSlow(batch[0].recipient);
+      return batch.map(() => ({ error }));
+    }
+    const outcomes: PublishOutcome[] = [];
+    for (const indexes of positions.values()) {
+      const stored = await this.store(indexes.map((index) => batch[index]));
+      indexes.forEach((index, position) => (outcomes[index] = stored[position]));
+    }
+    return outcomes;
   }
 
   /** Remembers since when a recipient's lock has been found held elsewhere; a transaction that stored it forgets it. */
