@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { Batcher } from '../common/batching/batcher.js';
 import { invalidInput } from '../common/errors/app-error.js';
+import { RequestDeadlineError } from '../common/errors/temporarily-unavailable.js';
 import { Env } from '../config/env.js';
 import { databaseUnavailableReason } from '../database/database-unavailable.js';
 import { Metrics } from '../metrics/metrics.service.js';
@@ -34,6 +35,10 @@ export type BatchResult = Published | { status: 400; errors: string[] };
 
 /** A publish's own result: stored (or found), or the error that failed it alone. */
 type PublishOutcome = InsertOutcome | { error: unknown };
+/** True once nobody waits for a publish's answer (its request was answered by the deadline, or its client left). */
+export type Abandoned = () => boolean;
+
+const ABANDONED: PublishOutcome = { abandoned: true };
 
 /**
  * Stores a notification durably; the 202 `{id}` is only answered after the commit. Concurrent
@@ -42,6 +47,11 @@ type PublishOutcome = InsertOutcome | { error: unknown };
  * never makes one publish fail, nor wait long for another: a recipient whose lock stays held
  * elsewhere is left out and published on its own, a transaction that times out is retried one
  * recipient at a time, and one PostgreSQL refuses one publish at a time.
+ *
+ * At most PUBLISH_QUEUE_MAX publishes wait for a transaction; a publish that finds the queue full
+ * is refused at once (QueueFullError, a 503), rather than waiting past its deadline. A publish
+ * whose request was answered meanwhile is never stored: dropped from the queue, or left out of
+ * its transaction once the locks are had.
  */
 @Injectable()
 export class NotificationPublisher {
@@ -62,12 +72,14 @@ export class NotificationPublisher {
       keyOf: (notification) => notification.recipient,
       alone: (recipient) => this.isSlow(recipient),
       retry: (outcome) => 'recipientBusy' in outcome,
+      maxWaiting: env.PUBLISH_QUEUE_MAX,
+      drop: (notification) => (notification.abandoned?.() ? ABANDONED : undefined),
     });
   }
 
   /** Stores the notification once per (recipient, correlationId, status); a repeat gets the stored id and `duplicate: true`. */
-  async publish(dto: PublishNotificationDto, publishedBy: string | null): Promise<Published> {
-    const outcome = await this.place(dto, publishedBy);
+  async publish(dto: PublishNotificationDto, publishedBy: string | null, abandoned?: Abandoned): Promise<Published> {
+    const outcome = await this.answer(this.writes.submit(this.newNotification(dto, publishedBy, abandoned)));
     if ('unknownRecipient' in outcome) throw invalidInput(UNKNOWN_RECIPIENT);
     return outcome;
   }
@@ -78,9 +90,9 @@ export class NotificationPublisher {
    * field errors that kept it out. Only a database fault fails the whole batch, after every
    * element has finished: a retry of the batch is safe, what was stored answers as a duplicate.
    */
-  async publishBatch(elements: PublishBody[], publishedBy: string | null): Promise<BatchResult[]> {
+  async publishBatch(elements: PublishBody[], publishedBy: string | null, abandoned?: Abandoned): Promise<BatchResult[]> {
     // Queued together and in order: they share transactions, and each recipient keeps the array's order.
-    const valid = elements.flatMap((element) => ('errors' in element ? [] : [this.newNotification(element.body, publishedBy)]));
+    const valid = elements.flatMap((element) => ('errors' in element ? [] : [this.newNotification(element.body, publishedBy, abandoned)]));
     const stored = this.writes.submitAll(valid).map((outcome) => this.answer(outcome));
     let next = 0;
     const settled = await Promise.allSettled(elements.map((element) => ('errors' in element ? null : stored[next++])));
@@ -94,12 +106,7 @@ export class NotificationPublisher {
     });
   }
 
-  /** Stores one notification through the shared transactions; the submit happens synchronously. */
-  private place(dto: PublishNotificationDto, publishedBy: string | null): Promise<Published | { unknownRecipient: true }> {
-    return this.answer(this.writes.submit(this.newNotification(dto, publishedBy)));
-  }
-
-  private newNotification(dto: PublishNotificationDto, publishedBy: string | null): NewNotification {
+  private newNotification(dto: PublishNotificationDto, publishedBy: string | null, abandoned: Abandoned | undefined): NewNotification {
     return {
       recipient: dto.recipient,
       correlationId: dto.correlationId,
@@ -107,6 +114,7 @@ export class NotificationPublisher {
       payload: toPushedMessage(dto),
       publishedBy,
       retentionSeconds: this.env.NOTIFICATION_RETENTION,
+      abandoned,
     };
   }
 
@@ -114,6 +122,8 @@ export class NotificationPublisher {
     const outcome = await pending;
     if ('error' in outcome) throw outcome.error;
     if ('unknownRecipient' in outcome) return outcome;
+    // Nobody reads this answer: the request was answered already (or its client left).
+    if ('abandoned' in outcome) throw new RequestDeadlineError(this.env.REQUEST_TIMEOUT_MS);
     // The batcher tries a busy recipient again until it is stored or goes alone, where it waits for its lock.
     if ('recipientBusy' in outcome) throw new Error('a publish came back with its recipient busy');
     if (!outcome.stored) return { id: outcome.id, duplicate: true };

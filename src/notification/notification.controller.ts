@@ -1,18 +1,26 @@
-import { BadRequestException, Body, Controller, Get, HttpCode, PayloadTooLargeException, Post, Query, Req, UseGuards } from '@nestjs/common';
+import { BadRequestException, Body, Controller, Get, HttpCode, PayloadTooLargeException, Post, Query, Req, Res, UseGuards } from '@nestjs/common';
 import { ApiAcceptedResponse, ApiBearerAuth, ApiBody, ApiOkResponse, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
+import type { FastifyReply } from 'fastify';
 import { invalidInput } from '../common/errors/app-error.js';
 import { Env } from '../config/env.js';
-import { ApiErrorResponse, ApiUnavailableResponse } from '../common/errors/api-error-response.decorator.js';
+import { ApiErrorResponse, ApiUnavailableResponse, RETRY_AFTER_HEADER } from '../common/errors/api-error-response.decorator.js';
 import { ApiBearerRefusals, type AuthenticatedRequest, BearerGuard, Requires } from './bearer.guard.js';
 import { BatchAcceptedDto, NotificationMessageDto, PublishAcceptedDto } from './dto/notification-response.dto.js';
 import { isCalendarDate, PublishNotificationDto } from './dto/publish-notification.dto.js';
 import { NotificationHistory } from './notification-history.service.js';
-import { NotificationPublisher } from './notification-publisher.service.js';
+import { type Abandoned, NotificationPublisher } from './notification-publisher.service.js';
 import { PublishBodyPipe, readPublishBody } from './publish-body.js';
 
 export const NOTIFICATIONS_ROUTE = 'voyage/notification/v1/notifications';
 /** The batch route reads bodies up to PUBLISH_BATCH_MAX_BYTES (set on the route in app.ts); every other route 64 KiB. */
 export const BATCH_PUBLISH_PATH = `/${NOTIFICATIONS_ROUTE}/batch`;
+
+const ApiPublishUnavailableResponse = () =>
+  ApiErrorResponse(
+    503,
+    'the database is away or busy, PUBLISH_QUEUE_MAX publishes wait already (nothing of the request is stored), or the request was not answered within REQUEST_TIMEOUT_MS (what still waited then is never stored): publish again after `Retry-After`; what was stored answers as a duplicate',
+    RETRY_AFTER_HEADER,
+  );
 
 // The publish body pipe is applied here rather than globally: a global pipe runs on every
 // parameter of every route, which cost the code poll a fifth of its throughput for nothing.
@@ -39,9 +47,9 @@ export class NotificationController {
   @ApiBearerRefusals('notification:publish')
   @ApiErrorResponse(413, 'the body is over 64 KiB')
   @ApiErrorResponse(415, 'a media type the service does not read: send application/json')
-  @ApiUnavailableResponse()
-  publish(@Body(PublishBodyPipe) body: PublishNotificationDto, @Req() request: AuthenticatedRequest) {
-    return this.publisher.publish(body, request.token.client_id);
+  @ApiPublishUnavailableResponse()
+  publish(@Body(PublishBodyPipe) body: PublishNotificationDto, @Req() request: AuthenticatedRequest, @Res({ passthrough: true }) reply: FastifyReply) {
+    return this.publisher.publish(body, request.token.client_id, answeredOrGone(reply));
   }
 
   @Post('batch')
@@ -58,13 +66,13 @@ export class NotificationController {
   @ApiBearerRefusals('notification:publish')
   @ApiErrorResponse(413, 'more than PUBLISH_BATCH_MAX elements (default 1,000), or a body over PUBLISH_BATCH_MAX_BYTES (default 4 MiB)')
   @ApiErrorResponse(415, 'a media type the service does not read: send application/json')
-  @ApiUnavailableResponse()
-  async publishBatch(@Body() body: unknown, @Req() request: AuthenticatedRequest) {
+  @ApiPublishUnavailableResponse()
+  async publishBatch(@Body() body: unknown, @Req() request: AuthenticatedRequest, @Res({ passthrough: true }) reply: FastifyReply) {
     const max = this.env.PUBLISH_BATCH_MAX;
     if (!Array.isArray(body) || body.length === 0) throw invalidInput(`the body must be a JSON array of 1 to ${max} notifications`);
     if (body.length > max) throw new PayloadTooLargeException(`at most ${max} notifications per request: send the others in another request`);
     const elements = await Promise.all(body.map(readPublishBody));
-    return { results: await this.publisher.publishBatch(elements, request.token.client_id) };
+    return { results: await this.publisher.publishBatch(elements, request.token.client_id, answeredOrGone(reply)) };
   }
 
   @Get()
@@ -82,5 +90,11 @@ export class NotificationController {
     return this.history.since(request.token.client_id, new Date(since));
   }
 }
+
+/** Whether the request was answered already (the deadline's 503) or its client left: a publish still waiting then is dropped. */
+const answeredOrGone =
+  (reply: FastifyReply): Abandoned =>
+  () =>
+    reply.sent || reply.raw.destroyed;
 
 const RFC3339 = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$/i;

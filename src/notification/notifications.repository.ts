@@ -24,13 +24,16 @@ export interface NewNotification {
   publishedBy: string | null;
   /** How long it is kept, from its insert (by the database's clock, as every expiry). */
   retentionSeconds: number;
+  /** True once nobody waits for the answer (the request was answered by its deadline, or its client left): then it is not stored. */
+  abandoned?: () => boolean;
 }
 
 /**
- * A stored (or already stored) notification's id, a recipient that is not a registered client, or
- * a recipient whose publish lock another transaction holds (nothing was stored for it).
+ * A stored (or already stored) notification's id, a recipient that is not a registered client, a
+ * recipient whose publish lock another transaction holds, or a publish nobody waited for any more
+ * (nothing was stored for the last two).
  */
-export type InsertOutcome = { id: string; stored: boolean } | { unknownRecipient: true } | { recipientBusy: true };
+export type InsertOutcome = { id: string; stored: boolean } | { unknownRecipient: true } | { recipientBusy: true } | { abandoned: true };
 
 /** Up to `limit` of the recipient's notifications after `seq`. */
 export interface ReadAfter {
@@ -127,6 +130,7 @@ const INSERT = new PreparedStatement<{ position: string; id: string | null; stor
 const WAKE = new PreparedStatement('publish-wake', `SELECT pg_notify('${NOTIFICATION_CHANNEL}', recipient) FROM unnest($1::text[]) AS recipient`);
 
 const RECIPIENT_BUSY: InsertOutcome = { recipientBusy: true };
+const ABANDONED: InsertOutcome = { abandoned: true };
 const UNKNOWN_RECIPIENT: InsertOutcome = { unknownRecipient: true };
 
 @Injectable()
@@ -191,12 +195,15 @@ export class NotificationsRepository {
 
   /**
    * One transaction: the locks `lock` takes, then the batch's publishes except those of the
-   * recipients it reports busy.
+   * recipients it reports busy and those nobody waits for any more (checked once the locks are
+   * had, the last moment before the INSERT).
    */
   private storeLocked(batch: NewNotification[], lock: (manager: EntityManager) => Promise<Set<string>>): Promise<InsertOutcome[]> {
     return this.dataSource.transaction(async (manager) => {
       const busy = await lock(manager);
-      const outcomes = batch.map((notification): InsertOutcome | undefined => (busy.has(notification.recipient) ? RECIPIENT_BUSY : undefined));
+      const outcomes = batch.map((notification): InsertOutcome | undefined =>
+        busy.has(notification.recipient) ? RECIPIENT_BUSY : notification.abandoned?.() ? ABANDONED : undefined,
+      );
       const positions = outcomes.flatMap((outcome, index) => (outcome === undefined ? [index] : []));
       if (positions.length === 0) return outcomes as InsertOutcome[];
       const proposed = positions.map((index) => batch[index]);

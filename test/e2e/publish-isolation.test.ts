@@ -112,3 +112,100 @@ describe('a lock timeout in a shared publish transaction', () => {
     expect({ status: retry.status, body: retry.body }).toStrictEqual({ status: 202, body: { id: stored.body.id, duplicate: true } });
   });
 });
+
+describe('the publish queue', () => {
+  /** Four publishes may wait; the deadline is the default (10 s), far beyond this test's waits. */
+  const QUEUE_MAX = 4;
+  let app: TestApp;
+  let token: string;
+  let holder: Awaited<ReturnType<typeof lockHolder>>;
+  const recipient = async () => (await createClient(app, { grants: ['client_credentials'], scopes: [SUBSCRIBE_SCOPE] })).id;
+
+  beforeAll(async () => {
+    app = await startTestApp({ PUBLISH_QUEUE_MAX: String(QUEUE_MAX), DATABASE_LOCK_TIMEOUT_MS: '8000' });
+    token = await clientToken(app, await createClient(app, { grants: ['client_credentials'], scopes: [PUBLISH_SCOPE] }), PUBLISH_SCOPE);
+    holder = await lockHolder(app.databaseUrl);
+  });
+  afterAll(async () => {
+    await holder?.session.end();
+    await app?.close();
+  });
+
+  it('refuses a publish or a batch with 503 and Retry-After at once while PUBLISH_QUEUE_MAX publishes wait, storing nothing of it', async () => {
+    const [stuck, other] = [await recipient(), await recipient()];
+    await holder.holdPublishLock(stuck);
+    const queued = Array.from({ length: QUEUE_MAX }, () => validNotification(stuck));
+    const refused = [validNotification(other), validNotification(other)];
+    try {
+      // One publish waits for the held lock; the batch's elements wait behind it (one recipient's publishes take turns), filling the queue.
+      const waiting = publish(app, token, validNotification(stuck));
+      await holder.waiters(1);
+      const batch = postBatch(app.baseUrl, token, queued);
+      await sleep(300);
+      // Another recipient, free to go, is refused all the same: the queue is full.
+      const single = await Promise.race([publish(app, token, refused[0]), sleep(3_000).then(() => 'still queued' as const)]);
+      expect(single, 'a publish that found the queue full was answered at once').not.toBe('still queued');
+      expectUnavailable(single as Answer);
+      expectUnavailable(await postBatch(app.baseUrl, token, [refused[1]]));
+      await holder.releasePublishLocks();
+      // What was queued is stored once the lock is free.
+      expect((await waiting).status).toBe(202);
+      const batchAnswer = await batch;
+      expect(batchAnswer.status, batchAnswer.text).toBe(202);
+    } finally {
+      await holder.releasePublishLocks();
+    }
+    expect(await storedIds(app, queued.map((body) => body.correlationId))).toHaveLength(QUEUE_MAX);
+    expect(await storedIds(app, refused.map((body) => body.correlationId))).toEqual([]);
+    // Once the queue drains, the same publish is taken.
+    expect((await publish(app, token, refused[0])).status).toBe(202);
+  });
+});
+
+describe('a publish whose request the deadline answered', () => {
+  let app: TestApp;
+  let token: string;
+  let holder: Awaited<ReturnType<typeof lockHolder>>;
+  const streams: Stream[] = [];
+
+  beforeAll(async () => {
+    // The deadline answers long before the lock wait would give up.
+    app = await startTestApp({ REQUEST_TIMEOUT_MS: '1000', DATABASE_LOCK_TIMEOUT_MS: '8000' });
+    token = await clientToken(app, await createClient(app, { grants: ['client_credentials'], scopes: [PUBLISH_SCOPE] }), PUBLISH_SCOPE);
+    holder = await lockHolder(app.databaseUrl);
+  });
+  afterEach(async () => {
+    await Promise.all(streams.splice(0).map((stream) => stream.close()));
+  });
+  afterAll(async () => {
+    await holder?.session.end();
+    await app?.close();
+  });
+
+  it('is never stored nor pushed, whether it was queued or waiting for its lock when the 503 went out', async () => {
+    const client = await createClient(app, { grants: ['client_credentials'], scopes: [SUBSCRIBE_SCOPE] });
+    const stream = await openStream(app.baseUrl, await clientToken(app, client));
+    streams.push(stream);
+    const [waiting, queued, inBatch] = [validNotification(client.id), validNotification(client.id), validNotification(client.id)];
+    await holder.holdPublishLock(client.id);
+    try {
+      const first = publish(app, token, waiting);
+      await holder.waiters(1);
+      const answers = await Promise.all([first, publish(app, token, queued), postBatch(app.baseUrl, token, [inBatch])]);
+      for (const answer of answers) expectUnavailable(answer);
+    } finally {
+      await holder.releasePublishLocks();
+    }
+    // A later publish queues behind whatever of this recipient was still under way: once it is answered, that is done.
+    const later = validNotification(client.id);
+    const answer = await publish(app, token, later);
+    expect({ status: answer.status, body: answer.body }, answer.text).toStrictEqual({ status: 202, body: { id: expect.stringMatching(UUID) } });
+    await stream.received(1);
+    await sleep(500);
+    expect(stream.ids()).toEqual([later.correlationId]);
+    expect(await storedIds(app, [waiting, queued, inBatch, later].map((body) => body.correlationId))).toEqual([later.correlationId]);
+    // One warning per request, the deadline's 503: the dropped publishes add none.
+    const warnings = app.logs.filter((line) => ['warn', 'error', 'fatal'].includes(String(line.level)) && line.reqId !== undefined);
+    expect(warnings.map((line) => line.msg)).toEqual([expect.stringMatching(/^503 POST/), expect.stringMatching(/^503 POST/), expect.stringMatching(/^503 POST/)]);
+  });
+});
