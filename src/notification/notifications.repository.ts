@@ -258,14 +258,18 @@ export class NotificationsRepository {
     return results;
   }
 
-  /** The recipient's retained notifications published at or after `since`, oldest first. */
-  async publishedSince(recipient: string, since: Date, limit: number): Promise<string[]> {
-    const rows: { payload: string }[] = await this.dataSource.query(
-      `SELECT payload FROM notifications
-       WHERE recipient = $1 AND created_at >= $2 AND expires_at > now() ORDER BY seq LIMIT $3`,
-      [recipient, since, limit],
+  /**
+   * The recipient's retained notifications published at or after `since` and with a seq after
+   * `after` (each when given), oldest first.
+   */
+  async listed(recipient: string, { since, after }: { since?: Date; after?: string }, limit: number): Promise<{ seq: number; payload: string }[]> {
+    const rows: { seq: string; payload: string }[] = await this.dataSource.query(
+      `SELECT seq, payload FROM notifications
+       WHERE recipient = $1 AND seq > $2::bigint AND ($3::timestamptz IS NULL OR created_at >= $3) AND expires_at > now()
+       ORDER BY seq LIMIT $4`,
+      [recipient, after ?? '0', since ?? null, limit],
     );
-    return rows.map((row) => row.payload);
+    return rows.map((row) => ({ seq: Number(row.seq), payload: row.payload }));
   }
 
   /**

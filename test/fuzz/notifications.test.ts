@@ -118,13 +118,18 @@ const since = fc.oneof(
   fc.date().map((date) => (Number.isNaN(date.getTime()) ? 'Invalid Date' : date.toISOString())),
   fc.constantFrom('2026-02-30T00:00:00Z', '9999-12-31T23:59:59.999999999Z', '0000-01-01T00:00:00Z', '2026-01-01T00:00:00+99:99', '-271821-04-20T00:00:00Z', '2026-01-01'),
 );
+const after = fc.oneof(
+  fieldValue('0', '1', '9223372036854775807'),
+  fc.bigInt({ min: -(2n ** 64n), max: 2n ** 64n }).map(String),
+  fc.constantFrom('9223372036854775808', '-0', '1e3', '0x10', '+1', '1.0', '00000000000000000001', '1'.repeat(40)),
+);
 const historyAuth: fc.Arbitrary<HeaderValue | null> = fc.oneof(
   { weight: 6, arbitrary: fc.constant('Bearer {{subscribe_token}}') },
   { weight: 3, arbitrary: authorization({ bearer: ['{{subscribe_token}}', '{{publish_token}}', '{{forged_subscribe_token}}'], basic: [['{{cc_client_id}}', '{{cc_client_secret}}']] }) },
   { weight: 1, arbitrary: fc.constant(null) },
 );
 const historyRequest: fc.Arbitrary<FuzzRequest> = fc
-  .tuple(fc.option(queryOf({ since }, [['since', '2026-01-01T00:00:00Z']]), { freq: 8 }), historyAuth)
+  .tuple(fc.option(fc.oneof(queryOf({ since, after }, [['since', '2026-01-01T00:00:00Z']]), queryOf({ since, after }, [['after', '0']])), { freq: 8 }), historyAuth)
   .map(([query, auth]) => ({
     route: HISTORY,
     kind: auth === null ? 'no-token' : 'token',
@@ -163,7 +168,17 @@ const batchExamples: FuzzRequest[] = [
   [{ ...VALID, recipient: 'x\0' }, VALID, null, [], 42],
   [VALID, VALID, { ...VALID, warnings: deepMarker('array', 1_000) }],
 ].map((json) => ({ ...publishJson(json, 'token+json'), route: BATCH, target: BATCH_PATH }));
-const historyExamples: FuzzRequest[] = [`${PATH}?since=%00`, `${PATH}?since=2026-01-01T00:00:00Z&since=2026-01-01T00:00:00Z`, `${PATH}?since[$gt]=0`, `${PATH}?since=2026-01-01T00:00:00Z%00`, `${PATH}?since=%FF`].map((target) => ({
+const historyExamples: FuzzRequest[] = [
+  `${PATH}?since=%00`,
+  `${PATH}?since=2026-01-01T00:00:00Z&since=2026-01-01T00:00:00Z`,
+  `${PATH}?since[$gt]=0`,
+  `${PATH}?since=2026-01-01T00:00:00Z%00`,
+  `${PATH}?since=%FF`,
+  `${PATH}?after=0&after=1`,
+  `${PATH}?after[$gt]=0`,
+  `${PATH}?after=99999999999999999999999999999`,
+  `${PATH}?after=0&since=2026-01-01T00:00:00Z`,
+].map((target) => ({
   route: HISTORY,
   kind: 'token',
   method: 'GET',
