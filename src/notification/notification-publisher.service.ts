@@ -23,6 +23,8 @@ const CONCURRENT_BATCHES = 4;
 const BUSY_BEFORE_ALONE_MS = 200;
 /** How long a recipient found stuck keeps to transactions of its own. */
 const SLOW_RECIPIENT_MS = 10_000;
+/** Transactions at once that retry a timed-out batch recipient by recipient (each holds a pooled connection). */
+const RETRY_LANES = 2;
 /** Bound on each of those lists. */
 const MAX_SLOW_RECIPIENTS = 10_000;
 
@@ -134,9 +136,7 @@ export class NotificationPublisher {
   /**
    * One transaction for the batch. If it fails, what is tried again depends on why, so only the
    * publishes at fault fail:
-   * - a lock or statement timeout: each recipient's publishes in a transaction of their own, one
-   *   recipient after the other; the recipient that times out alone is the slow one, and goes
-   *   alone for a while (SLOW_RECIPIENT_MS);
+   * - a lock or statement timeout: each recipient's publishes apart (see storeEachRecipient);
    * - a refusal of the data: each publish alone, in order;
    * - a lost connection, or a database that refuses connections: nothing; the database is what is
    *   wrong, and every caller gets its 503.
@@ -156,7 +156,13 @@ export class NotificationPublisher {
     }
   }
 
-  /** After a timeout: each recipient's publishes apart, in their order; a recipient that timed out on its own fails. */
+  /**
+   * After a timeout: each recipient's publishes in a transaction of their own, RETRY_LANES at a
+   * time, waiting briefly for any lock; a recipient that is held up again is the slow one, fails,
+   * and goes alone for a while (SLOW_RECIPIENT_MS). When every recipient is held up (a locked
+   * table, a database too slow for anyone), the retries would take a lock wait each: they stop
+   * after one DATABASE_LOCK_TIMEOUT_MS, and the recipients not tried by then fail too.
+   */
   private async storeEachRecipient(batch: NewNotification[], error: unknown): Promise<PublishOutcome[]> {
     const positions = new Map<string, number[]>();
     batch.forEach(({ recipient }, index) => {
@@ -164,16 +170,35 @@ export class NotificationPublisher {
       if (indexes) indexes.push(index);
       else positions.set(recipient, [index]);
     });
+    const outcomes: PublishOutcome[] = batch.map(() => ({ error }));
     if (positions.size === 1) {
       this.markSlow(batch[0].recipient);
-      return batch.map(() => ({ error }));
+      return outcomes;
     }
-    const outcomes: PublishOutcome[] = [];
-    for (const indexes of positions.values()) {
-      const stored = await this.store(indexes.map((index) => batch[index]));
-      indexes.forEach((index, position) => (outcomes[index] = stored[position]));
-    }
+    const groups = [...positions.values()];
+    const until = Date.now() + this.env.DATABASE_LOCK_TIMEOUT_MS;
+    const lane = async () => {
+      for (let indexes = groups.shift(); indexes !== undefined && Date.now() < until; indexes = groups.shift()) {
+        const stored = await this.storeRecipient(indexes.map((index) => batch[index]));
+        indexes.forEach((index, position) => (outcomes[index] = stored[position]));
+      }
+    };
+    await Promise.all(Array.from({ length: RETRY_LANES }, lane));
     return outcomes;
+  }
+
+  /** One recipient's publishes, in order, in a transaction that waits briefly for any lock; held up, they fail. */
+  private async storeRecipient(publishes: NewNotification[]): Promise<PublishOutcome[]> {
+    try {
+      return await this.notifications.insertBatch(publishes, { briefly: true });
+    } catch (error) {
+      const reason = databaseUnavailableReason(error);
+      if (reason === 'lock' || reason === 'timeout') this.markSlow(publishes[0].recipient);
+      if (publishes.length === 1 || reason !== undefined) return publishes.map(() => ({ error }));
+      const outcomes: PublishOutcome[] = [];
+      for (const notification of publishes) outcomes.push(...(await this.store([notification])));
+      return outcomes;
+    }
   }
 
   /** Remembers since when a recipient's lock has been found held elsewhere; a transaction that stored it forgets it. */

@@ -66,7 +66,11 @@ const COMMIT_MARGIN_MS = 1_000;
 
 // A publish transaction's statements, prepared once per connection: planning them took as long as running them.
 
-const LOCK_ONE = new PreparedStatement('publish-lock-one', 'SELECT pg_advisory_xact_lock($1, hashtext($2))');
+/** One recipient's lock, with lock_timeout $3 for the whole transaction (set first, in the FROM clause). */
+const LOCK_ONE = new PreparedStatement(
+  'publish-lock-one',
+  `SELECT pg_advisory_xact_lock($1, hashtext($2)) FROM (SELECT set_config('lock_timeout', $3, true)) AS waits`,
+);
 
 /**
  * The recipients' locks in the order of their keys, each waited for at most $3, then the session's
@@ -82,10 +86,15 @@ const LOCK_IN_ORDER = new PreparedStatement(
      WHERE set_config('lock_timeout', $3, true) IS NOT NULL) AS locked`,
 );
 
-/** The positions (1-based) in $2 of the recipients whose lock another transaction holds; the others' locks are taken. */
-const TRY_LOCKS = new PreparedStatement<{ position: string }>(
+/**
+ * The positions (1-based) in $2 of the recipients whose lock another transaction holds; the
+ * others' locks are taken. lock_timeout is $3 from then on (both are in the one row's select list,
+ * so both are always evaluated).
+ */
+const TRY_LOCKS = new PreparedStatement<{ refused: string[] }>(
   'publish-try-locks',
-  'SELECT position FROM unnest($2::text[]) WITH ORDINALITY AS r (recipient, position) WHERE NOT pg_try_advisory_xact_lock($1, hashtext(recipient))',
+  `SELECT set_config('lock_timeout', $3, true) AS lock_timeout,
+     ARRAY(SELECT position FROM unnest($2::text[]) WITH ORDINALITY AS r (recipient, position) WHERE NOT pg_try_advisory_xact_lock($1, hashtext(recipient))) AS refused`,
 );
 
 /**
@@ -98,9 +107,10 @@ const TRY_LOCKS = new PreparedStatement<{ position: string }>(
  * PostgreSQL refuses an upsert that touches one row twice in a command, and the later ones are
  * its duplicates. The rows are inserted in position order (seq follows it). created_at is the
  * clock at insert, after the lock wait: a connection that opened before it compares it with its
- * own opening time (see deliveryStarts). A row stored before is read in the statement's snapshot,
- * which sees every earlier publish of the recipient: those commit before its lock is released,
- * and the lock was taken before this statement began.
+ * own opening time (see deliveryStarts). A row stored before is looked up (by the dedupe index,
+ * and only when nothing was stored: coalesce evaluates no more than it needs) in the statement's
+ * snapshot, which sees every earlier publish of the recipient: those commit before its lock is
+ * released, and the lock was taken before this statement began.
  */
 const INSERT = new PreparedStatement<{ position: string; id: string | null; stored: boolean }>(
   'publish-insert',
@@ -118,12 +128,11 @@ const INSERT = new PreparedStatement<{ position: string; id: string | null; stor
            published_by = EXCLUDED.published_by, created_at = clock_timestamp(), expires_at = EXCLUDED.expires_at
        WHERE notifications.expires_at <= now()
      RETURNING id, recipient, correlation_id, status)
-   SELECT n.position, coalesce(i.id, earlier.id) AS id, i.id IS NOT NULL AND n.first AS stored
-   FROM n
-   LEFT JOIN inserted i USING (recipient, correlation_id, status)
-   LEFT JOIN LATERAL (
-     SELECT s.id FROM notifications s
-     WHERE i.id IS NULL AND s.recipient = n.recipient AND s.correlation_id = n.correlation_id AND s.status = n.status AND s.expires_at > now()) AS earlier ON true
+   SELECT n.position, i.id IS NOT NULL AND n.first AS stored,
+     coalesce(i.id, (
+       SELECT s.id FROM notifications s
+       WHERE s.recipient = n.recipient AND s.correlation_id = n.correlation_id AND s.status = n.status AND s.expires_at > now())) AS id
+   FROM n LEFT JOIN inserted i USING (recipient, correlation_id, status)
    ORDER BY n.position`,
 );
 
@@ -157,40 +166,44 @@ export class NotificationsRepository {
    * (`recipientBusy`), so a stuck recipient never holds the others up. A batch of one recipient
    * waits for its lock (up to lock_timeout). Any other failure, a lock or statement timeout once
    * the locks are had included, fails the transaction: the caller decides what to try again.
+   *
+   * `briefly`: no lock is waited for longer than SHARED_LOCK_WAIT_MS, the rows' included (to find
+   * out, after a timeout, which recipient was held up).
    */
-  async insertBatch(batch: NewNotification[]): Promise<InsertOutcome[]> {
+  async insertBatch(batch: NewNotification[], { briefly = false } = {}): Promise<InsertOutcome[]> {
     const recipients = [...new Set(batch.map((notification) => notification.recipient))];
-    if (recipients.length === 1) return this.storeLocked(batch, (manager) => this.waitForLock(manager, recipients[0]));
+    const lockTimeout = `${briefly ? SHARED_LOCK_WAIT_MS : this.lockTimeoutMs}ms`;
+    if (recipients.length === 1) return this.storeLocked(batch, (manager) => this.waitForLock(manager, recipients[0], lockTimeout));
     let locked = false;
     try {
       return await this.storeLocked(batch, async (manager) => {
-        const busy = await this.waitForLocks(manager, recipients);
+        const busy = await this.waitForLocks(manager, recipients, lockTimeout);
         locked = true;
         return busy;
       });
     } catch (error) {
       // Only the lock step's wait means a stuck lock.
       if (locked || databaseUnavailableReason(error) !== 'lock') throw error;
-      return this.storeLocked(batch, (manager) => this.tryLocks(manager, recipients));
+      return this.storeLocked(batch, (manager) => this.tryLocks(manager, recipients, lockTimeout));
     }
   }
 
-  /** Takes one recipient's lock, waiting up to the session's lock_timeout. */
-  private async waitForLock(manager: EntityManager, recipient: string): Promise<Set<string>> {
-    await LOCK_ONE.runIn(manager, [PUBLISH_LOCK_CLASS, recipient]);
+  /** Takes one recipient's lock, waiting up to `lockTimeout`, the transaction's lock_timeout from then on. */
+  private async waitForLock(manager: EntityManager, recipient: string, lockTimeout: string): Promise<Set<string>> {
+    await LOCK_ONE.runIn(manager, [PUBLISH_LOCK_CLASS, recipient, lockTimeout]);
     return new Set();
   }
 
-  /** Takes the recipients' locks in the order of their keys, waiting at most SHARED_LOCK_WAIT_MS for each (see LOCK_IN_ORDER). */
-  private async waitForLocks(manager: EntityManager, recipients: string[]): Promise<Set<string>> {
-    await LOCK_IN_ORDER.runIn(manager, [PUBLISH_LOCK_CLASS, recipients, `${SHARED_LOCK_WAIT_MS}ms`, `${this.lockTimeoutMs}ms`]);
+  /** Takes the recipients' locks in the order of their keys, waiting at most SHARED_LOCK_WAIT_MS for each (see LOCK_IN_ORDER); then `lockTimeout`. */
+  private async waitForLocks(manager: EntityManager, recipients: string[], lockTimeout: string): Promise<Set<string>> {
+    await LOCK_IN_ORDER.runIn(manager, [PUBLISH_LOCK_CLASS, recipients, `${SHARED_LOCK_WAIT_MS}ms`, lockTimeout]);
     return new Set();
   }
 
   /** Takes the locks that are free; returns the recipients whose lock is held elsewhere. */
-  private async tryLocks(manager: EntityManager, recipients: string[]): Promise<Set<string>> {
-    const refused = await TRY_LOCKS.runIn(manager, [PUBLISH_LOCK_CLASS, recipients]);
-    return new Set(refused.map(({ position }) => recipients[Number(position) - 1]));
+  private async tryLocks(manager: EntityManager, recipients: string[], lockTimeout: string): Promise<Set<string>> {
+    const [{ refused }] = await TRY_LOCKS.runIn(manager, [PUBLISH_LOCK_CLASS, recipients, lockTimeout]);
+    return new Set(refused.map((position) => recipients[Number(position) - 1]));
   }
 
   /**

@@ -100,4 +100,30 @@ describe('NotificationsRepository.insertBatch', () => {
     }
     expect(stored(await instances[0].insertBatch([notification(locked), notification(free[0])]))).toBe(2);
   });
+
+  it("waits for a row another session locks up to lock_timeout once (a shared batch is not tried again), and briefly when asked to", async () => {
+    const [recipient, other] = RECIPIENTS.slice(5, 7);
+    const first = notification(recipient);
+    const [stored] = (await instances[0].insertBatch([first])) as { id: string }[];
+    const holder = dataSources[1].createQueryRunner();
+    await holder.connect();
+    await holder.startTransaction();
+    const timedOut = (error: unknown) => databaseUnavailableReason(error) === 'lock';
+    try {
+      // A repeat of the stored row waits for it: an upsert locks the row it conflicts with.
+      await holder.query('SELECT 1 FROM notifications WHERE id = $1 FOR UPDATE', [stored.id]);
+      const shared = performance.now();
+      await expect(instances[0].insertBatch([first, notification(other)])).rejects.toSatisfy(timedOut);
+      const sharedMs = performance.now() - shared;
+      expect(sharedMs).toBeGreaterThanOrEqual(LIMITS.lockTimeoutMs - 100);
+      expect(sharedMs).toBeLessThan(2 * LIMITS.lockTimeoutMs - 100);
+      const brief = performance.now();
+      await expect(instances[0].insertBatch([first], { briefly: true })).rejects.toSatisfy(timedOut);
+      expect(performance.now() - brief).toBeLessThan(LIMITS.lockTimeoutMs / 2);
+    } finally {
+      await holder.rollbackTransaction();
+      await holder.release();
+    }
+    expect(await instances[0].insertBatch([first], { briefly: true })).toEqual([{ id: stored.id, stored: false }]);
+  });
 });
