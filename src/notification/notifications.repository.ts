@@ -73,8 +73,8 @@ const LOCK_ONE = new PreparedStatement(
 );
 
 /**
- * The recipients' locks in the order of their keys, each waited for at most $3, then the session's
- * lock_timeout ($4) back for the rest of the transaction. The short timeout is set in the WHERE
+ * The recipients' locks in the order of their keys, each waited for at most $3, then lock_timeout
+ * $4 (the session's, or a brief one) for the rest of the transaction. The short timeout is set in the WHERE
  * clause, which PostgreSQL evaluates for a row before the aggregate takes that row's lock, and the
  * ordered subquery feeds the aggregate in order.
  */

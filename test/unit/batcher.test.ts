@@ -129,6 +129,7 @@ describe('Batcher with keys and several flushes at once', () => {
     const waiting = [batcher.submit('b1'), ...batcher.submitAll(['b2', 'c1'])];
     expect(() => batcher.submit('d1')).toThrow(QueueFullError);
     expect(() => batcher.submitAll(['d2', 'd3'])).toThrow(QueueFullError);
+    expect(batcher.submitAll([])).toEqual([]);
     for (let round = 0; round < 2; round++) {
       releaseAll();
       await new Promise((resolve) => setTimeout(resolve, 5));

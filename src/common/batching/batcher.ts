@@ -76,6 +76,7 @@ export class Batcher<In, Out> {
    * the bound by its own size.
    */
   submitAll(items: In[]): Promise<Out>[] {
+    if (items.length === 0) return [];
     this.admit();
     const results = items.map((item) => this.enqueue(item));
     this.drain();
