@@ -186,6 +186,10 @@ export class Env {
   @Min(65_536) @Max(64 * 1024 * 1024) @IsInt()
   PUBLISH_BATCH_MAX_BYTES: number = 4 * 1024 * 1024;
 
+  /** Publishes that may wait for a transaction on an instance; a publish or batch request that finds this many waiting is answered 503. */
+  @Min(1) @Max(1_000_000) @IsInt()
+  PUBLISH_QUEUE_MAX: number = 10_000;
+
   /** Most WebSocket connections one instance holds; the next one is closed with 1008. */
   @Min(1) @Max(1_000_000) @IsInt()
   WS_MAX_CONNECTIONS: number = 10000;

@@ -1,8 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { Batcher } from '../common/batching/batcher.js';
 import { invalidInput } from '../common/errors/app-error.js';
+import { RequestDeadlineError } from '../common/errors/temporarily-unavailable.js';
 import { Env } from '../config/env.js';
-import { isDatabaseUnavailable } from '../database/database-unavailable.js';
+import { databaseUnavailableReason } from '../database/database-unavailable.js';
 import { Metrics } from '../metrics/metrics.service.js';
 import { type PublishNotificationDto, toPushedMessage } from './dto/publish-notification.dto.js';
 import { type InsertOutcome, type NewNotification, NotificationsRepository } from './notifications.repository.js';
@@ -22,6 +23,8 @@ const CONCURRENT_BATCHES = 4;
 const BUSY_BEFORE_ALONE_MS = 200;
 /** How long a recipient found stuck keeps to transactions of its own. */
 const SLOW_RECIPIENT_MS = 10_000;
+/** Transactions at once that retry a timed-out batch recipient by recipient (each holds a pooled connection). */
+const RETRY_LANES = 2;
 /** Bound on each of those lists. */
 const MAX_SLOW_RECIPIENTS = 10_000;
 
@@ -34,14 +37,23 @@ export type BatchResult = Published | { status: 400; errors: string[] };
 
 /** A publish's own result: stored (or found), or the error that failed it alone. */
 type PublishOutcome = InsertOutcome | { error: unknown };
+/** True once nobody waits for a publish's answer (its request was answered by the deadline, or its client left). */
+export type Abandoned = () => boolean;
+
+const ABANDONED: PublishOutcome = { abandoned: true };
 
 /**
  * Stores a notification durably; the 202 `{id}` is only answered after the commit. Concurrent
  * publishes share transactions (PostgreSQL commits transactions that NOTIFY one at a time, so a
  * transaction each would cap the publish rate at one commit flush per notification). Sharing
  * never makes one publish fail, nor wait long for another: a recipient whose lock stays held
- * elsewhere is left out and published on its own, and a transaction PostgreSQL refuses is retried
- * one publish at a time.
+ * elsewhere is left out and published on its own, a transaction that times out is retried one
+ * recipient at a time, and one PostgreSQL refuses one publish at a time.
+ *
+ * At most PUBLISH_QUEUE_MAX publishes wait for a transaction; a publish that finds the queue full
+ * is refused at once (QueueFullError, a 503), rather than waiting past its deadline. A publish
+ * whose request was answered meanwhile is never stored: dropped from the queue, or left out of
+ * its transaction once the locks are had.
  */
 @Injectable()
 export class NotificationPublisher {
@@ -62,12 +74,14 @@ export class NotificationPublisher {
       keyOf: (notification) => notification.recipient,
       alone: (recipient) => this.isSlow(recipient),
       retry: (outcome) => 'recipientBusy' in outcome,
+      maxWaiting: env.PUBLISH_QUEUE_MAX,
+      drop: (notification) => (notification.abandoned?.() ? ABANDONED : undefined),
     });
   }
 
   /** Stores the notification once per (recipient, correlationId, status); a repeat gets the stored id and `duplicate: true`. */
-  async publish(dto: PublishNotificationDto, publishedBy: string | null): Promise<Published> {
-    const outcome = await this.place(dto, publishedBy);
+  async publish(dto: PublishNotificationDto, publishedBy: string | null, abandoned?: Abandoned): Promise<Published> {
+    const outcome = await this.answer(this.writes.submit(this.newNotification(dto, publishedBy, abandoned)));
     if ('unknownRecipient' in outcome) throw invalidInput(UNKNOWN_RECIPIENT);
     return outcome;
   }
@@ -78,9 +92,9 @@ export class NotificationPublisher {
    * field errors that kept it out. Only a database fault fails the whole batch, after every
    * element has finished: a retry of the batch is safe, what was stored answers as a duplicate.
    */
-  async publishBatch(elements: PublishBody[], publishedBy: string | null): Promise<BatchResult[]> {
+  async publishBatch(elements: PublishBody[], publishedBy: string | null, abandoned?: Abandoned): Promise<BatchResult[]> {
     // Queued together and in order: they share transactions, and each recipient keeps the array's order.
-    const valid = elements.flatMap((element) => ('errors' in element ? [] : [this.newNotification(element.body, publishedBy)]));
+    const valid = elements.flatMap((element) => ('errors' in element ? [] : [this.newNotification(element.body, publishedBy, abandoned)]));
     const stored = this.writes.submitAll(valid).map((outcome) => this.answer(outcome));
     let next = 0;
     const settled = await Promise.allSettled(elements.map((element) => ('errors' in element ? null : stored[next++])));
@@ -94,12 +108,7 @@ export class NotificationPublisher {
     });
   }
 
-  /** Stores one notification through the shared transactions; the submit happens synchronously. */
-  private place(dto: PublishNotificationDto, publishedBy: string | null): Promise<Published | { unknownRecipient: true }> {
-    return this.answer(this.writes.submit(this.newNotification(dto, publishedBy)));
-  }
-
-  private newNotification(dto: PublishNotificationDto, publishedBy: string | null): NewNotification {
+  private newNotification(dto: PublishNotificationDto, publishedBy: string | null, abandoned: Abandoned | undefined): NewNotification {
     return {
       recipient: dto.recipient,
       correlationId: dto.correlationId,
@@ -107,6 +116,7 @@ export class NotificationPublisher {
       payload: toPushedMessage(dto),
       publishedBy,
       retentionSeconds: this.env.NOTIFICATION_RETENTION,
+      abandoned,
     };
   }
 
@@ -114,6 +124,8 @@ export class NotificationPublisher {
     const outcome = await pending;
     if ('error' in outcome) throw outcome.error;
     if ('unknownRecipient' in outcome) return outcome;
+    // Nobody reads this answer: the request was answered already (or its client left).
+    if ('abandoned' in outcome) throw new RequestDeadlineError(this.env.REQUEST_TIMEOUT_MS);
     // The batcher tries a busy recipient again until it is stored or goes alone, where it waits for its lock.
     if ('recipientBusy' in outcome) throw new Error('a publish came back with its recipient busy');
     if (!outcome.stored) return { id: outcome.id, duplicate: true };
@@ -122,9 +134,12 @@ export class NotificationPublisher {
   }
 
   /**
-   * One transaction for the batch. If PostgreSQL refuses it for its data, each publish is tried
-   * again alone (in order), so only the one at fault fails. A timeout or a lost connection fails
-   * the whole batch: the database is what is wrong, and every caller gets its 503.
+   * One transaction for the batch. If it fails, what is tried again depends on why, so only the
+   * publishes at fault fail:
+   * - a lock or statement timeout: each recipient's publishes apart (see storeEachRecipient);
+   * - a refusal of the data: each publish alone, in order;
+   * - a lost connection, or a database that refuses connections: nothing; the database is what is
+   *   wrong, and every caller gets its 503.
    */
   private async store(batch: NewNotification[]): Promise<PublishOutcome[]> {
     try {
@@ -132,9 +147,56 @@ export class NotificationPublisher {
       outcomes.forEach((outcome, index) => this.noteLock(batch[index].recipient, 'recipientBusy' in outcome));
       return outcomes;
     } catch (error) {
-      if (batch.length === 1 || isDatabaseUnavailable(error)) return batch.map(() => ({ error }));
+      const reason = databaseUnavailableReason(error);
+      if (reason === 'lock' || reason === 'timeout') return this.storeEachRecipient(batch, error);
+      if (batch.length === 1 || reason !== undefined) return batch.map(() => ({ error }));
       const outcomes: PublishOutcome[] = [];
       for (const notification of batch) outcomes.push(...(await this.store([notification])));
+      return outcomes;
+    }
+  }
+
+  /**
+   * After a timeout: each recipient's publishes in a transaction of their own, RETRY_LANES at a
+   * time, waiting briefly for any lock; a recipient that is held up again is the slow one, fails,
+   * and goes alone for a while (SLOW_RECIPIENT_MS). When every recipient is held up (a locked
+   * table, a database too slow for anyone), the retries would take a lock wait each: they stop
+   * after one DATABASE_LOCK_TIMEOUT_MS, and the recipients not tried by then fail too.
+   */
+  private async storeEachRecipient(batch: NewNotification[], error: unknown): Promise<PublishOutcome[]> {
+    const positions = new Map<string, number[]>();
+    batch.forEach(({ recipient }, index) => {
+      const indexes = positions.get(recipient);
+      if (indexes) indexes.push(index);
+      else positions.set(recipient, [index]);
+    });
+    const outcomes: PublishOutcome[] = batch.map(() => ({ error }));
+    if (positions.size === 1) {
+      this.markSlow(batch[0].recipient);
+      return outcomes;
+    }
+    const groups = [...positions.values()];
+    const until = Date.now() + this.env.DATABASE_LOCK_TIMEOUT_MS;
+    const lane = async () => {
+      for (let indexes = groups.shift(); indexes !== undefined && Date.now() < until; indexes = groups.shift()) {
+        const stored = await this.storeRecipient(indexes.map((index) => batch[index]));
+        indexes.forEach((index, position) => (outcomes[index] = stored[position]));
+      }
+    };
+    await Promise.all(Array.from({ length: RETRY_LANES }, lane));
+    return outcomes;
+  }
+
+  /** One recipient's publishes, in order, in a transaction that waits briefly for any lock; held up, they fail. */
+  private async storeRecipient(publishes: NewNotification[]): Promise<PublishOutcome[]> {
+    try {
+      return await this.notifications.insertBatch(publishes, { briefly: true });
+    } catch (error) {
+      const reason = databaseUnavailableReason(error);
+      if (reason === 'lock' || reason === 'timeout') this.markSlow(publishes[0].recipient);
+      if (publishes.length === 1 || reason !== undefined) return publishes.map(() => ({ error }));
+      const outcomes: PublishOutcome[] = [];
+      for (const notification of publishes) outcomes.push(...(await this.store([notification])));
       return outcomes;
     }
   }

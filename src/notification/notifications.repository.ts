@@ -24,13 +24,16 @@ export interface NewNotification {
   publishedBy: string | null;
   /** How long it is kept, from its insert (by the database's clock, as every expiry). */
   retentionSeconds: number;
+  /** True once nobody waits for the answer (the request was answered by its deadline, or its client left): then it is not stored. */
+  abandoned?: () => boolean;
 }
 
 /**
- * A stored (or already stored) notification's id, a recipient that is not a registered client, or
- * a recipient whose publish lock another transaction holds (nothing was stored for it).
+ * A stored (or already stored) notification's id, a recipient that is not a registered client, a
+ * recipient whose publish lock another transaction holds, or a publish nobody waited for any more
+ * (nothing was stored for the last two).
  */
-export type InsertOutcome = { id: string; stored: boolean } | { unknownRecipient: true } | { recipientBusy: true };
+export type InsertOutcome = { id: string; stored: boolean } | { unknownRecipient: true } | { recipientBusy: true } | { abandoned: true };
 
 /** Up to `limit` of the recipient's notifications after `seq`. */
 export interface ReadAfter {
@@ -61,15 +64,17 @@ export interface DeliveryStart {
 /** How long a publish may take from its insert to its commit, as far as deliveryStarts is concerned. */
 const COMMIT_MARGIN_MS = 1_000;
 
-const dedupeKey = (recipient: string, correlationId: string, status: string) => `${recipient}\n${correlationId}\n${status}`;
-
 // A publish transaction's statements, prepared once per connection: planning them took as long as running them.
 
-const LOCK_ONE = new PreparedStatement('publish-lock-one', 'SELECT pg_advisory_xact_lock($1, hashtext($2))');
+/** One recipient's lock, with lock_timeout $3 for the whole transaction (set first, in the FROM clause). */
+const LOCK_ONE = new PreparedStatement(
+  'publish-lock-one',
+  `SELECT pg_advisory_xact_lock($1, hashtext($2)) FROM (SELECT set_config('lock_timeout', $3, true)) AS waits`,
+);
 
 /**
- * The recipients' locks in the order of their keys, each waited for at most $3, then the session's
- * lock_timeout ($4) back for the rest of the transaction. The short timeout is set in the WHERE
+ * The recipients' locks in the order of their keys, each waited for at most $3, then lock_timeout
+ * $4 (the session's, or a brief one) for the rest of the transaction. The short timeout is set in the WHERE
  * clause, which PostgreSQL evaluates for a row before the aggregate takes that row's lock, and the
  * ordered subquery feeds the aggregate in order.
  */
@@ -81,32 +86,61 @@ const LOCK_IN_ORDER = new PreparedStatement(
      WHERE set_config('lock_timeout', $3, true) IS NOT NULL) AS locked`,
 );
 
-const TRY_LOCKS = new PreparedStatement<{ recipient: string }>(
+/**
+ * The positions (1-based) in $2 of the recipients whose lock another transaction holds; the
+ * others' locks are taken. lock_timeout is $3 from then on (both are in the one row's select list,
+ * so both are always evaluated).
+ */
+const TRY_LOCKS = new PreparedStatement<{ refused: string[] }>(
   'publish-try-locks',
-  'SELECT recipient FROM unnest($2::text[]) AS recipient WHERE NOT pg_try_advisory_xact_lock($1, hashtext(recipient))',
+  `SELECT set_config('lock_timeout', $3, true) AS lock_timeout,
+     ARRAY(SELECT position FROM unnest($2::text[]) WITH ORDINALITY AS r (recipient, position) WHERE NOT pg_try_advisory_xact_lock($1, hashtext(recipient))) AS refused`,
 );
 
 /**
- * In batch order (seq follows it); unknown recipients are left out rather than failing the batch.
- * created_at is the clock at insert, after the lock wait: a connection that opened before it
- * compares it with its own opening time (see deliveryStarts).
+ * One result row per proposed publish, in its position: the id stored for it (now or before) and
+ * whether this position stored it; no id for a recipient that is not a client. Each result is
+ * found by position, and a publish is matched with its row by PostgreSQL's own comparison of the
+ * values it stored (a uuid in any letter case is one uuid), never by text the caller sent.
+ *
+ * Of the publishes of one (recipient, correlation id, status), only the first is proposed:
+ * PostgreSQL refuses an upsert that touches one row twice in a command, and the later ones are
+ * its duplicates. The rows are inserted in position order (seq follows it). created_at is the
+ * clock at insert, after the lock wait: a connection that opened before it compares it with its
+ * own opening time (see deliveryStarts). A row stored before is looked up (by the dedupe index,
+ * and only when nothing was stored: coalesce evaluates no more than it needs) in the statement's
+ * snapshot, which sees every earlier publish of the recipient: those commit before its lock is
+ * released, and the lock was taken before this statement began.
  */
-const INSERT = new PreparedStatement<{ id: string; recipient: string; correlation_id: string; status: string }>(
+const INSERT = new PreparedStatement<{ position: string; id: string | null; stored: boolean }>(
   'publish-insert',
-  `INSERT INTO notifications (recipient, correlation_id, status, payload, published_by, expires_at, created_at)
-   SELECT n.recipient, n.correlation_id, n.status, n.payload, n.published_by, now() + make_interval(secs => n.retention), clock_timestamp()
-   FROM unnest($1::text[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::float8[]) WITH ORDINALITY
-     AS n (recipient, correlation_id, status, payload, published_by, retention, position)
-   WHERE EXISTS (SELECT 1 FROM clients WHERE id = n.recipient AND deleted_at IS NULL)
-   ORDER BY n.position
-   ON CONFLICT (recipient, correlation_id, status) DO UPDATE
-     SET seq = nextval('notifications_seq_seq'), id = gen_random_uuid(), payload = EXCLUDED.payload,
-         published_by = EXCLUDED.published_by, created_at = clock_timestamp(), expires_at = EXCLUDED.expires_at
-     WHERE notifications.expires_at <= now()
-   RETURNING id, recipient, correlation_id, status`,
+  `WITH n AS (
+     SELECT *, row_number() OVER (PARTITION BY recipient, correlation_id, status ORDER BY position) = 1 AS first
+     FROM unnest($1::text[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::float8[]) WITH ORDINALITY
+       AS n (recipient, correlation_id, status, payload, published_by, retention, position)),
+   inserted AS (
+     INSERT INTO notifications (recipient, correlation_id, status, payload, published_by, expires_at, created_at)
+     SELECT recipient, correlation_id, status, payload, published_by, now() + make_interval(secs => retention), clock_timestamp()
+     FROM n WHERE first AND EXISTS (SELECT 1 FROM clients WHERE id = n.recipient AND deleted_at IS NULL)
+     ORDER BY position
+     ON CONFLICT (recipient, correlation_id, status) DO UPDATE
+       SET seq = nextval('notifications_seq_seq'), id = gen_random_uuid(), payload = EXCLUDED.payload,
+           published_by = EXCLUDED.published_by, created_at = clock_timestamp(), expires_at = EXCLUDED.expires_at
+       WHERE notifications.expires_at <= now()
+     RETURNING id, recipient, correlation_id, status)
+   SELECT n.position, i.id IS NOT NULL AND n.first AS stored,
+     coalesce(i.id, (
+       SELECT s.id FROM notifications s
+       WHERE s.recipient = n.recipient AND s.correlation_id = n.correlation_id AND s.status = n.status AND s.expires_at > now())) AS id
+   FROM n LEFT JOIN inserted i USING (recipient, correlation_id, status)
+   ORDER BY n.position`,
 );
 
 const WAKE = new PreparedStatement('publish-wake', `SELECT pg_notify('${NOTIFICATION_CHANNEL}', recipient) FROM unnest($1::text[]) AS recipient`);
+
+const RECIPIENT_BUSY: InsertOutcome = { recipientBusy: true };
+const ABANDONED: InsertOutcome = { abandoned: true };
+const UNKNOWN_RECIPIENT: InsertOutcome = { unknownRecipient: true };
 
 @Injectable()
 export class NotificationsRepository {
@@ -130,95 +164,79 @@ export class NotificationsRepository {
    * briefly. If a lock is not had by then, it is probably stuck: the batch starts again and only
    * tries the locks, and the publishes of a recipient whose lock is held are left out
    * (`recipientBusy`), so a stuck recipient never holds the others up. A batch of one recipient
-   * waits for its lock (up to lock_timeout).
+   * waits for its lock (up to lock_timeout). Any other failure, a lock or statement timeout once
+   * the locks are had included, fails the transaction: the caller decides what to try again.
+   *
+   * `briefly`: no lock is waited for longer than SHARED_LOCK_WAIT_MS, the rows' included (to find
+   * out, after a timeout, which recipient was held up).
    */
-  async insertBatch(batch: NewNotification[]): Promise<InsertOutcome[]> {
+  async insertBatch(batch: NewNotification[], { briefly = false } = {}): Promise<InsertOutcome[]> {
     const recipients = [...new Set(batch.map((notification) => notification.recipient))];
-    if (recipients.length === 1) return this.storeLocked(batch, (manager) => this.waitForLock(manager, recipients[0]));
+    const lockTimeout = `${briefly ? SHARED_LOCK_WAIT_MS : this.lockTimeoutMs}ms`;
+    if (recipients.length === 1) return this.storeLocked(batch, (manager) => this.waitForLock(manager, recipients[0], lockTimeout));
+    let locked = false;
     try {
-      return await this.storeLocked(batch, (manager) => this.waitForLocks(manager, recipients));
+      return await this.storeLocked(batch, async (manager) => {
+        const busy = await this.waitForLocks(manager, recipients, lockTimeout);
+        locked = true;
+        return busy;
+      });
     } catch (error) {
-      if (databaseUnavailableReason(error) !== 'lock') throw error;
-      return this.storeLocked(batch, (manager) => this.tryLocks(manager, recipients));
+      // Only the lock step's wait means a stuck lock.
+      if (locked || databaseUnavailableReason(error) !== 'lock') throw error;
+      return this.storeLocked(batch, (manager) => this.tryLocks(manager, recipients, lockTimeout));
     }
   }
 
-  /** Takes one recipient's lock, waiting up to the session's lock_timeout. */
-  private async waitForLock(manager: EntityManager, recipient: string): Promise<Set<string>> {
-    await LOCK_ONE.runIn(manager, [PUBLISH_LOCK_CLASS, recipient]);
+  /** Takes one recipient's lock, waiting up to `lockTimeout`, the transaction's lock_timeout from then on. */
+  private async waitForLock(manager: EntityManager, recipient: string, lockTimeout: string): Promise<Set<string>> {
+    await LOCK_ONE.runIn(manager, [PUBLISH_LOCK_CLASS, recipient, lockTimeout]);
     return new Set();
   }
 
-  /** Takes the recipients' locks in the order of their keys, waiting at most SHARED_LOCK_WAIT_MS for each (see LOCK_IN_ORDER). */
-  private async waitForLocks(manager: EntityManager, recipients: string[]): Promise<Set<string>> {
-    await LOCK_IN_ORDER.runIn(manager, [PUBLISH_LOCK_CLASS, recipients, `${SHARED_LOCK_WAIT_MS}ms`, `${this.lockTimeoutMs}ms`]);
+  /** Takes the recipients' locks in the order of their keys, waiting at most SHARED_LOCK_WAIT_MS for each (see LOCK_IN_ORDER); then `lockTimeout`. */
+  private async waitForLocks(manager: EntityManager, recipients: string[], lockTimeout: string): Promise<Set<string>> {
+    await LOCK_IN_ORDER.runIn(manager, [PUBLISH_LOCK_CLASS, recipients, `${SHARED_LOCK_WAIT_MS}ms`, lockTimeout]);
     return new Set();
   }
 
   /** Takes the locks that are free; returns the recipients whose lock is held elsewhere. */
-  private async tryLocks(manager: EntityManager, recipients: string[]): Promise<Set<string>> {
-    const refused = await TRY_LOCKS.runIn(manager, [PUBLISH_LOCK_CLASS, recipients]);
-    return new Set(refused.map(({ recipient }) => recipient));
+  private async tryLocks(manager: EntityManager, recipients: string[], lockTimeout: string): Promise<Set<string>> {
+    const [{ refused }] = await TRY_LOCKS.runIn(manager, [PUBLISH_LOCK_CLASS, recipients, lockTimeout]);
+    return new Set(refused.map((position) => recipients[Number(position) - 1]));
   }
 
-  /** One transaction: the locks `lock` takes, then the batch's publishes except those of the recipients it reports busy. */
+  /**
+   * One transaction: the locks `lock` takes, then the batch's publishes except those of the
+   * recipients it reports busy and those nobody waits for any more (checked once the locks are
+   * had, the last moment before the INSERT).
+   */
   private storeLocked(batch: NewNotification[], lock: (manager: EntityManager) => Promise<Set<string>>): Promise<InsertOutcome[]> {
-    // One proposal per key: PostgreSQL refuses an upsert that touches one row twice in a command.
-    const firsts = new Map<string, NewNotification>();
-    for (const notification of batch) {
-      const key = dedupeKey(notification.recipient, notification.correlationId, notification.status);
-      if (!firsts.has(key)) firsts.set(key, notification);
-    }
     return this.dataSource.transaction(async (manager) => {
       const busy = await lock(manager);
-      const unique = [...firsts.values()].filter((notification) => !busy.has(notification.recipient));
-      const stored = await INSERT.runIn(manager, [
-        unique.map((notification) => notification.recipient),
-        unique.map((notification) => notification.correlationId),
-        unique.map((notification) => notification.status),
-        unique.map((notification) => notification.payload),
-        unique.map((notification) => notification.publishedBy),
-        unique.map((notification) => notification.retentionSeconds),
-      ]);
-      const woken = [...new Set(stored.map((row) => row.recipient))];
-      if (woken.length > 0) await WAKE.runIn(manager, [woken]);
-
-      const storedIds = new Map(stored.map((row) => [dedupeKey(row.recipient, row.correlation_id, row.status), row.id]));
-      // Neither stored now nor earlier in this batch: a repeat of a live stored row, or a recipient that is not a client.
-      const existingIds = await this.storedIds(
-        manager,
-        unique.filter((notification) => !storedIds.has(dedupeKey(notification.recipient, notification.correlationId, notification.status))),
+      const outcomes = batch.map((notification): InsertOutcome | undefined =>
+        busy.has(notification.recipient) ? RECIPIENT_BUSY : notification.abandoned?.() ? ABANDONED : undefined,
       );
-      const answered = new Set<string>();
-      return batch.map((notification): InsertOutcome => {
-        if (busy.has(notification.recipient)) return { recipientBusy: true };
-        const key = dedupeKey(notification.recipient, notification.correlationId, notification.status);
-        const id = storedIds.get(key);
-        if (id !== undefined) {
-          const first = !answered.has(key);
-          answered.add(key);
-          return { id, stored: first };
-        }
-        const existing = existingIds.get(key);
-        return existing === undefined ? { unknownRecipient: true } : { id: existing, stored: false };
-      });
+      const positions = outcomes.flatMap((outcome, index) => (outcome === undefined ? [index] : []));
+      if (positions.length === 0) return outcomes as InsertOutcome[];
+      const proposed = positions.map((index) => batch[index]);
+      const results = await INSERT.runIn(manager, [
+        proposed.map((notification) => notification.recipient),
+        proposed.map((notification) => notification.correlationId),
+        proposed.map((notification) => notification.status),
+        proposed.map((notification) => notification.payload),
+        proposed.map((notification) => notification.publishedBy),
+        proposed.map((notification) => notification.retentionSeconds),
+      ]);
+      const woken = new Set<string>();
+      for (const { position, id, stored } of results) {
+        const index = positions[Number(position) - 1];
+        outcomes[index] = id === null ? UNKNOWN_RECIPIENT : { id, stored };
+        if (stored) woken.add(batch[index].recipient);
+      }
+      if (woken.size > 0) await WAKE.runIn(manager, [[...woken]]);
+      return outcomes as InsertOutcome[];
     });
-  }
-
-  /** The ids of stored notifications with these keys, by dedupe key. */
-  private async storedIds(manager: EntityManager, notifications: NewNotification[]): Promise<Map<string, string>> {
-    if (notifications.length === 0) return new Map();
-    const rows: { id: string; recipient: string; correlation_id: string; status: string }[] = await manager.query(
-      `SELECT s.id, s.recipient, s.correlation_id, s.status
-       FROM unnest($1::text[], $2::uuid[], $3::text[]) AS n (recipient, correlation_id, status)
-       JOIN notifications s USING (recipient, correlation_id, status)`,
-      [
-        notifications.map((notification) => notification.recipient),
-        notifications.map((notification) => notification.correlationId),
-        notifications.map((notification) => notification.status),
-      ],
-    );
-    return new Map(rows.map((row) => [dedupeKey(row.recipient, row.correlation_id, row.status), row.id]));
   }
 
   /**
@@ -253,14 +271,18 @@ export class NotificationsRepository {
     return results;
   }
 
-  /** The recipient's retained notifications published at or after `since`, oldest first. */
-  async publishedSince(recipient: string, since: Date, limit: number): Promise<string[]> {
-    const rows: { payload: string }[] = await this.dataSource.query(
-      `SELECT payload FROM notifications
-       WHERE recipient = $1 AND created_at >= $2 AND expires_at > now() ORDER BY seq LIMIT $3`,
-      [recipient, since, limit],
+  /**
+   * The recipient's retained notifications published at or after `since` and with a seq after
+   * `after` (each when given), oldest first.
+   */
+  async listed(recipient: string, { since, after }: { since?: Date; after?: string }, limit: number): Promise<{ seq: number; payload: string }[]> {
+    const rows: { seq: string; payload: string }[] = await this.dataSource.query(
+      `SELECT seq, payload FROM notifications
+       WHERE recipient = $1 AND seq > $2::bigint AND ($3::timestamptz IS NULL OR created_at >= $3) AND expires_at > now()
+       ORDER BY seq LIMIT $4`,
+      [recipient, after ?? '0', since ?? null, limit],
     );
-    return rows.map((row) => row.payload);
+    return rows.map((row) => ({ seq: Number(row.seq), payload: row.payload }));
   }
 
   /**

@@ -1,6 +1,6 @@
 import { BadRequestException, Injectable, type PipeTransform, ValidationPipe } from '@nestjs/common';
 import { isUUID } from 'class-validator';
-import { CONTROL, CONTROL_EXCEPT_LINE_BREAKS } from '../common/validation/storable-text.js';
+import { CONTROL, CONTROL_EXCEPT_LINE_BREAKS, LONE_SURROGATE } from '../common/validation/storable-text.js';
 import { isCalendarDate, PublishNotificationDto, RFC3339_MILLIS } from './dto/publish-notification.dto.js';
 
 /**
@@ -62,27 +62,28 @@ export function acceptedAtOnce(input: unknown): PublishNotificationDto | undefin
     !uuid(routeCalculationScheduleId) ||
     !Array.isArray(warnings) ||
     warnings.length > 100 ||
-    !warnings.every((warning) => typeof warning === 'string' && warning.length <= 2000 && !CONTROL_EXCEPT_LINE_BREAKS.test(warning)) ||
+    !warnings.every((warning) => typeof warning === 'string' && warning.length <= 2000 && !CONTROL_EXCEPT_LINE_BREAKS.test(warning) && !LONE_SURROGATE.test(warning)) ||
     !timestamp(creationDate)
   ) {
     return undefined;
   }
   return Object.assign(new PublishNotificationDto(), {
     recipient,
-    correlationId,
+    correlationId: correlationId.toLowerCase(),
     productName,
     origin,
     status,
     statusTimestamp,
     deliverables: deliverables.map((deliverable) => ({ productType: (deliverable as { productType: string }).productType })),
     customerReferenceId,
-    routeCalculationScheduleId,
+    routeCalculationScheduleId: routeCalculationScheduleId.toLowerCase(),
     warnings: [...warnings],
     creationDate,
   });
 }
 
 const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
-const plainText = (value: unknown, max: number): value is string => typeof value === 'string' && value.length > 0 && value.length <= max && !CONTROL.test(value);
+const plainText = (value: unknown, max: number): value is string =>
+  typeof value === 'string' && value.length > 0 && value.length <= max && !CONTROL.test(value) && !LONE_SURROGATE.test(value);
 const uuid = (value: unknown): value is string => typeof value === 'string' && isUUID(value, 'all');
 const timestamp = (value: unknown): value is string => typeof value === 'string' && RFC3339_MILLIS.test(value) && isCalendarDate(value);

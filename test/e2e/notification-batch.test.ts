@@ -166,6 +166,21 @@ describe('batch publishing', () => {
     expect(stream.messages).toEqual([c, a, b, progressed].map(pushedMessage));
   });
 
+  it('answers the same UUID in two letter cases in one batch as one notification, the later a duplicate, and the others in the batch as usual', async () => {
+    const alice = await recipient();
+    const body = validNotification(alice.client.id);
+    const upper = { ...body, correlationId: body.correlationId.toUpperCase() };
+    const other = validNotification(alice.client.id);
+    const results = await accepted(app.baseUrl, publishToken, [upper, other, body, upper]);
+    expect(results).toStrictEqual([{ id: expect.stringMatching(UUID) }, { id: expect.stringMatching(UUID) }, { id: results[0].id, duplicate: true }, { id: results[0].id, duplicate: true }]);
+    expect((await storedFor(alice.client.id)).map((row) => [row.id, row.correlation_id])).toEqual([
+      [results[0].id, body.correlationId],
+      [results[1].id, other.correlationId],
+    ]);
+    // A retry of the whole batch answers the same ids.
+    expect(await accepted(app.baseUrl, publishToken, [upper, other, body, upper])).toStrictEqual(results.map((result) => ({ id: result.id, duplicate: true })));
+  });
+
   it('refuses a bad element with {status: 400, errors} as the single route words them, stores nothing for it and publishes the others', async () => {
     const alice = await recipient();
     const stream = await connect(alice.token);

@@ -28,6 +28,7 @@ const INVALID_TOKEN = /^Bearer realm="voyage-connect", error="invalid_token"(, e
 const DAY = 86_400_000;
 
 interface StoredRow {
+  seq: string;
   id: string;
   recipient: string;
   correlation_id: string;
@@ -79,9 +80,10 @@ describe('notification publishing and history', () => {
   const rowCount = async () => Number((await query<{ n: string }>(app.databaseUrl, 'SELECT count(*) AS n FROM notifications'))[0].n);
   const recipient = () => createClient(app, { grants: ['client_credentials'] });
 
-  async function history(token: string | undefined, since?: string) {
+  async function history(token: string | undefined, since?: string, params: [string, string][] = []) {
     const url = new URL(NOTIFICATIONS_PATH, app.baseUrl);
     if (since !== undefined) url.searchParams.set('since', since);
+    for (const [name, value] of params) url.searchParams.append(name, value);
     const response = await fetch(url, { headers: token === undefined ? {} : { authorization: `Bearer ${token}` } });
     const text = await response.text();
     return { status: response.status, headers: response.headers, body: (text ? JSON.parse(text) : undefined) as Record<string, unknown>, text };
@@ -192,6 +194,18 @@ describe('notification publishing and history', () => {
       expect(JSON.parse(stored[0].payload)).toStrictEqual(pushedMessage(body));
     });
 
+    it('accepts upper-case UUIDs (RFC 4122 §3: case-insensitive on input), stores and lists them lower case, and answers every retry with the same id', async () => {
+      const body = validNotification(alice.id);
+      const upper = { ...body, correlationId: body.correlationId.toUpperCase(), routeCalculationScheduleId: body.routeCalculationScheduleId.toUpperCase() };
+      const id = await published(upper);
+      expect(await republished(upper)).toBe(id);
+      // The lower-case spelling is the same notification.
+      expect(await republished(body)).toBe(id);
+      const stored = await rows('correlation_id = $1', [body.correlationId]);
+      expect(stored.map((row) => row.id)).toEqual([id]);
+      expect(stored[0].payload).toBe(JSON.stringify(pushedMessage(body)));
+    });
+
     it('stores a second row for the same correlationId with a different status, or for a different recipient', async () => {
       const body = validNotification(alice.id);
       const fresh = await published(body);
@@ -221,7 +235,7 @@ describe('notification publishing and history', () => {
 
       const since = new Date(Date.now() - 60_000).toISOString();
       const listed = await history(await clientToken(app, listener), since);
-      expect({ status: listed.status, body: listed.body }).toStrictEqual({ status: 200, body: [expected] });
+      expect({ status: listed.status, body: listed.body }).toStrictEqual({ status: 200, body: [{ ...expected, seq: expect.any(Number) }] });
 
       // The stream pushes exactly the seed fields too.
       const socket = new WebSocket(`${app.baseUrl.replace('http', 'ws')}/voyage/notification/v1/ws/products`, {
@@ -350,6 +364,22 @@ describe('notification publishing and history', () => {
         ['an object', [{ text: 'x' }]],
       ])('refuses warnings containing %s', async (_case, warnings) => {
         await expectRefused((body) => ({ ...body, warnings }), 'warnings');
+      });
+
+      it.each([
+        ['recipient', (body: PublishBody) => ({ ...body, recipient: `${body.recipient}\ud800` })],
+        ['productName', (body: PublishBody) => ({ ...body, productName: '\udc00RouteAdvice' })],
+        ['origin', (body: PublishBody) => ({ ...body, origin: 'Route\ud83dService' })],
+        ['status', (body: PublishBody) => ({ ...body, status: 'New\ud800' })],
+        ['customerReferenceId', (body: PublishBody) => ({ ...body, customerReferenceId: '\ude00' })],
+        ['deliverables.0.productType', (body: PublishBody) => ({ ...body, deliverables: [{ productType: 'pdf\udbff' }] })],
+        ['warnings', (body: PublishBody) => ({ ...body, warnings: ['fine', 'half an emoji \ud83d'] })],
+      ])('refuses a lone surrogate in %s with 400 saying so, storing nothing (PostgreSQL would store U+FFFD instead)', async (field, change) => {
+        const count = await rowCount();
+        const response = await publish(app, publishToken, change(validNotification(alice.id)));
+        expectValidationError(response, field);
+        expect(response.body.errors).toEqual([expect.stringContaining('lone surrogate')]);
+        expect(await rowCount()).toBe(count);
       });
 
       it('names every invalid field of one body', async () => {
@@ -511,6 +541,9 @@ describe('notification publishing and history', () => {
     });
   });
 
+  /** A notification as the history route lists it: the pushed fields, then its seq. */
+  const listed = (body: PublishBody, seq: unknown = expect.any(Number)) => ({ ...pushedMessage(body), seq });
+
   describe('GET /voyage/notification/v1/notifications?since=', () => {
     let carol: TestClient;
     let carolToken: string;
@@ -538,17 +571,20 @@ describe('notification publishing and history', () => {
       later.push({ ...later[0], status: 'Updated' });
     });
 
-    it('returns the caller\'s notifications since the time, oldest first, each exactly the pushed fields', async () => {
+    it('returns the caller\'s notifications since the time, oldest first, each exactly the pushed fields and its seq', async () => {
       const response = await history(carolToken, start);
-      expect({ status: response.status, body: response.body }).toStrictEqual({ status: 200, body: [first, ...later].map(pushedMessage) });
+      expect({ status: response.status, body: response.body }).toStrictEqual({ status: 200, body: [first, ...later].map((body) => listed(body)) });
       expect(response.headers.get('content-type')).toBe('application/json; charset=utf-8');
-      // Seed order, not alphabetical.
-      expect(Object.keys((response.body as unknown as object[])[0])).toEqual(Object.keys(pushedMessage(first)));
+      // Seed order, not alphabetical, and the seq after the seed's fields.
+      expect(Object.keys((response.body as unknown as object[])[0])).toEqual([...Object.keys(pushedMessage(first)), 'seq']);
+      // Each seq is the stored one.
+      const stored = await rows('recipient = $1', [carol.id]);
+      expect((response.body as unknown as { seq: number }[]).map((entry) => entry.seq)).toEqual(stored.map((row) => Number(row.seq)));
     });
 
     it('leaves out what was published before `since`', async () => {
       const response = await history(carolToken, between);
-      expect({ status: response.status, body: response.body }).toStrictEqual({ status: 200, body: later.map(pushedMessage) });
+      expect({ status: response.status, body: response.body }).toStrictEqual({ status: 200, body: later.map((body) => listed(body)) });
     });
 
     it('accepts `since` with an offset and without fractional seconds', async () => {
@@ -556,7 +592,7 @@ describe('notification publishing and history', () => {
       const wholeSecond = Math.floor(Date.parse(start) / 1000) * 1000;
       const plusTwo = new Date(wholeSecond + 2 * 3_600_000).toISOString().replace(/\.\d{3}Z$/, '+02:00');
       const response = await history(carolToken, plusTwo);
-      expect({ status: response.status, body: response.body }, response.text).toStrictEqual({ status: 200, body: [first, ...later].map(pushedMessage) });
+      expect({ status: response.status, body: response.body }, response.text).toStrictEqual({ status: 200, body: [first, ...later].map((body) => listed(body)) });
     });
 
     it('returns an empty list for a time after the last publish', async () => {
@@ -567,7 +603,7 @@ describe('notification publishing and history', () => {
     it('never returns another client\'s notifications', async () => {
       // Bob's notification shares first's correlationId and was published in the same window.
       const response = await history(bobToken, start);
-      expect({ status: response.status, body: response.body }).toStrictEqual({ status: 200, body: [pushedMessage(bobsOwn)] });
+      expect({ status: response.status, body: response.body }).toStrictEqual({ status: 200, body: [listed(bobsOwn)] });
       const fresh = await recipient();
       const empty = await history(await clientToken(app, fresh), start);
       expect({ status: empty.status, body: empty.body }).toStrictEqual({ status: 200, body: [] });
@@ -596,6 +632,109 @@ describe('notification publishing and history', () => {
     it('refuses a request without a token with 401 and a garbage token with 401 invalid_token', async () => {
       expectBearerRefusal(await history(undefined, start), 401, REALM);
       expectBearerRefusal(await history('garbage', start), 401, INVALID_TOKEN);
+    });
+  });
+
+  describe('GET /voyage/notification/v1/notifications?after=', () => {
+    let dave: TestClient;
+    let daveToken: string;
+    let bodies: PublishBody[];
+    /** Dave's stored seqs, in publish order. */
+    let seqs: number[];
+
+    beforeAll(async () => {
+      dave = await recipient();
+      daveToken = await clientToken(app, dave);
+      bodies = Array.from({ length: 4 }, () => validNotification(dave.id));
+      for (const body of bodies) await published(body);
+      // Another client's notification in between: seqs are global, so Dave's have gaps.
+      await published(validNotification(bob.id));
+      bodies.push(validNotification(dave.id));
+      await published(bodies[4]);
+      seqs = (await query<{ seq: string }>(app.databaseUrl, 'SELECT seq FROM notifications WHERE recipient = $1 ORDER BY seq', [dave.id])).map((row) => Number(row.seq));
+    });
+
+    const after = (token: string, seq: string, more: [string, string][] = []) => history(token, undefined, [['after', seq], ...more]);
+
+    it("returns the caller's notifications after the seq, oldest first, each with its seq", async () => {
+      const all = await after(daveToken, '0');
+      expect({ status: all.status, body: all.body }, all.text).toStrictEqual({ status: 200, body: bodies.map((body, index) => listed(body, seqs[index])) });
+      const rest = await after(daveToken, String(seqs[1]));
+      expect({ status: rest.status, body: rest.body }).toStrictEqual({ status: 200, body: bodies.slice(2).map((body, index) => listed(body, seqs[index + 2])) });
+      // A seq that is not Dave's (a gap) works as well: what is after it.
+      const fromGap = await after(daveToken, String(seqs[4] - 1));
+      expect(fromGap.body).toStrictEqual([listed(bodies[4], seqs[4])]);
+      expect((await after(daveToken, String(seqs[4]))).body).toStrictEqual([]);
+      expect((await after(daveToken, '9223372036854775807')).body).toStrictEqual([]);
+    });
+
+    it('pages through more than one answer holds without a gap or a repeat, each page after the last seq of the one before', async () => {
+      const many = await recipient();
+      const token = await clientToken(app, many);
+      const published = Array.from({ length: 1_005 }, () => validNotification(many.id));
+      for (const part of [published.slice(0, 1_000), published.slice(1_000)]) {
+        const response = await fetch(`${app.baseUrl}${NOTIFICATIONS_PATH}/batch`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${publishToken}` },
+          body: JSON.stringify(part),
+        });
+        expect(response.status).toBe(202);
+      }
+      const pages: { correlationId: string; seq: number }[][] = [];
+      let last = '0';
+      for (;;) {
+        const page = await after(token, last);
+        expect(page.status).toBe(200);
+        const entries = page.body as unknown as { correlationId: string; seq: number }[];
+        if (entries.length === 0) break;
+        pages.push(entries);
+        last = String(entries.at(-1)!.seq);
+      }
+      expect(pages.map((page) => page.length)).toEqual([1_000, 5]);
+      expect(pages.flat().map((entry) => entry.correlationId)).toEqual(published.map((body) => body.correlationId));
+    });
+
+    it('applies both when given `since` and `after`', async () => {
+      const both = await history(daveToken, new Date(Date.now() + 60_000).toISOString(), [['after', '0']]);
+      expect({ status: both.status, body: both.body }).toStrictEqual({ status: 200, body: [] });
+      const since = await history(daveToken, '2020-01-01T00:00:00Z', [['after', String(seqs[3])]]);
+      expect(since.body).toStrictEqual([listed(bodies[4], seqs[4])]);
+    });
+
+    it.each([
+      ['negative', '-1'],
+      ['a fraction', '1.5'],
+      ['a word', 'latest'],
+      ['empty', ''],
+      ['past the largest seq', '9223372036854775808'],
+      ['in exponent form', '1e3'],
+      ['hexadecimal', '0x10'],
+      ['signed', '+1'],
+      ['with a space', ' 1'],
+    ])('refuses `after` %s with 400 naming after', async (_case, value) => {
+      const response = await after(daveToken, value);
+      expect({ status: response.status, body: response.body }, response.text).toStrictEqual({
+        status: 400,
+        body: { message: 'Validation failed', errors: [expect.stringContaining('after')], correlationId: response.headers.get('x-request-id') },
+      });
+    });
+
+    it('refuses a repeated `after`, and a bad `since` beside a good `after`, with 400', async () => {
+      const repeated = await after(daveToken, '1', [['after', '2']]);
+      expect({ status: repeated.status, body: repeated.body }).toStrictEqual({
+        status: 400,
+        body: { message: 'Validation failed', errors: [expect.stringContaining('after')], correlationId: repeated.headers.get('x-request-id') },
+      });
+      const badSince = await history(daveToken, 'yesterday', [['after', '1']]);
+      expect({ status: badSince.status, body: badSince.body }).toStrictEqual({
+        status: 400,
+        body: { message: 'Validation failed', errors: [expect.stringContaining('since')], correlationId: badSince.headers.get('x-request-id') },
+      });
+    });
+
+    it("never returns another client's notifications", async () => {
+      const response = await after(bobToken, String(seqs[0] - 1));
+      expect((response.body as unknown as { correlationId: string }[]).map((entry) => entry.correlationId)).not.toContain(bodies[0].correlationId);
     });
   });
 

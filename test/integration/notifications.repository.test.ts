@@ -54,6 +54,28 @@ describe('NotificationsRepository.insertBatch', () => {
     expect(Number(count)).toBe(10 * 8 * RECIPIENTS.length);
   });
 
+  it('answers each publish in its own position, whatever spelling PostgreSQL stores: one uuid in two letter cases is one notification', async () => {
+    const [alice, bob] = RECIPIENTS.slice(0, 2);
+    const first = notification(alice);
+    const upper = { ...first, correlationId: first.correlationId.toUpperCase() };
+    const other = notification(bob);
+    const outcomes = await instances[0].insertBatch([upper, other, first, notification('no-such-client'), upper]);
+    expect(outcomes).toEqual([
+      { id: expect.any(String), stored: true },
+      { id: expect.any(String), stored: true },
+      { id: (outcomes[0] as { id: string }).id, stored: false },
+      { unknownRecipient: true },
+      { id: (outcomes[0] as { id: string }).id, stored: false },
+    ]);
+    // A retry, in another transaction and another spelling, is answered the stored ids.
+    expect(await instances[1].insertBatch([first, { ...other, correlationId: other.correlationId.toUpperCase() }])).toEqual([
+      { id: (outcomes[0] as { id: string }).id, stored: false },
+      { id: (outcomes[1] as { id: string }).id, stored: false },
+    ]);
+    const rows = await query<{ id: string }>(url, 'SELECT id FROM notifications WHERE correlation_id = ANY($1::uuid[]) ORDER BY seq', [[first.correlationId, other.correlationId]]);
+    expect(rows.map((row) => row.id)).toEqual([(outcomes[0] as { id: string }).id, (outcomes[1] as { id: string }).id]);
+  });
+
   it("leaves out, after a short wait, only the recipient whose lock another session holds, and keeps that session's lock_timeout", async () => {
     const holder = await dataSources[1].createQueryRunner();
     await holder.connect();
@@ -77,5 +99,31 @@ describe('NotificationsRepository.insertBatch', () => {
       await holder.release();
     }
     expect(stored(await instances[0].insertBatch([notification(locked), notification(free[0])]))).toBe(2);
+  });
+
+  it("waits for a row another session locks up to lock_timeout once (a shared batch is not tried again), and briefly when asked to", async () => {
+    const [recipient, other] = RECIPIENTS.slice(5, 7);
+    const first = notification(recipient);
+    const [stored] = (await instances[0].insertBatch([first])) as { id: string }[];
+    const holder = dataSources[1].createQueryRunner();
+    await holder.connect();
+    await holder.startTransaction();
+    const timedOut = (error: unknown) => databaseUnavailableReason(error) === 'lock';
+    try {
+      // A repeat of the stored row waits for it: an upsert locks the row it conflicts with.
+      await holder.query('SELECT 1 FROM notifications WHERE id = $1 FOR UPDATE', [stored.id]);
+      const shared = performance.now();
+      await expect(instances[0].insertBatch([first, notification(other)])).rejects.toSatisfy(timedOut);
+      const sharedMs = performance.now() - shared;
+      expect(sharedMs).toBeGreaterThanOrEqual(LIMITS.lockTimeoutMs - 100);
+      expect(sharedMs).toBeLessThan(2 * LIMITS.lockTimeoutMs - 100);
+      const brief = performance.now();
+      await expect(instances[0].insertBatch([first], { briefly: true })).rejects.toSatisfy(timedOut);
+      expect(performance.now() - brief).toBeLessThan(LIMITS.lockTimeoutMs / 2);
+    } finally {
+      await holder.rollbackTransaction();
+      await holder.release();
+    }
+    expect(await instances[0].insertBatch([first], { briefly: true })).toEqual([{ id: stored.id, stored: false }]);
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { Batcher } from '../../src/common/batching/batcher.js';
+import { Batcher, QueueFullError } from '../../src/common/batching/batcher.js';
 
 describe('Batcher', () => {
   it('writes a lone item at once, and gathers what arrives during a flush into the next one', async () => {
@@ -120,5 +120,42 @@ describe('Batcher with keys and several flushes at once', () => {
     await expect(Promise.all(batcher.submitAll(items))).resolves.toEqual(items);
     for (const key of ['a', 'b', 'c']) expect(flushed.flat().filter((item) => item[0] === key)).toEqual(items.filter((item) => item[0] === key));
     expect(flushed.every((batch) => batch.length <= 3)).toBe(true);
+  });
+
+  it('refuses a submit, queuing nothing of it, while maxWaiting items wait; a submitAll is taken or refused whole', async () => {
+    const { flushed, releaseAll, flush } = gated();
+    const batcher = new Batcher<string, string>(flush, { maxBatch: 10, concurrency: 1, keyOf: (item) => item[0], maxWaiting: 3 });
+    const first = batcher.submit('a1'); // under way, not waiting
+    const waiting = [batcher.submit('b1'), ...batcher.submitAll(['b2', 'c1'])];
+    expect(() => batcher.submit('d1')).toThrow(QueueFullError);
+    expect(() => batcher.submitAll(['d2', 'd3'])).toThrow(QueueFullError);
+    expect(batcher.submitAll([])).toEqual([]);
+    for (let round = 0; round < 2; round++) {
+      releaseAll();
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    await expect(Promise.all([first, ...waiting])).resolves.toEqual(['a1', 'b1', 'b2', 'c1']);
+    expect(flushed.flat()).toEqual(['a1', 'b1', 'b2', 'c1']);
+    // Room again once they were taken.
+    const later = batcher.submit('d1');
+    releaseAll();
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    releaseAll();
+    await expect(later).resolves.toBe('d1');
+  });
+
+  it('answers an item that is dropped while it waits with the drop result and never flushes it', async () => {
+    const { flushed, releaseAll, flush } = gated();
+    const gone = new Set<string>();
+    const batcher = new Batcher<string, string>(flush, { maxBatch: 10, concurrency: 1, keyOf: (item) => item[0], drop: (item) => (gone.has(item) ? `dropped ${item}` : undefined) });
+    const first = batcher.submit('a1');
+    const rest = ['a2', 'b1', 'a3'].map((item) => batcher.submit(item));
+    gone.add('a2').add('b1');
+    releaseAll();
+    await first;
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    releaseAll();
+    await expect(Promise.all(rest)).resolves.toEqual(['dropped a2', 'dropped b1', 'a3']);
+    expect(flushed).toEqual([['a1'], ['a3']]);
   });
 });

@@ -11,18 +11,22 @@ const refusal = (code: string) => Object.assign(new Error('query failed'), { dri
 
 /**
  * A stand-in for the table: a batch holding `poison` fails as a whole with a data error, as
- * PostgreSQL fails a transaction; `lockedRecipient`'s lock is held elsewhere until `release()`. The
+ * PostgreSQL fails a transaction; one holding `slowRecipient` (`*`: any) runs into a timeout
+ * (`slowCode`, statement_timeout by default); `down` loses every connection; `lockedRecipient`'s lock is held
+ * elsewhere until `release()`. The
  * publisher's own logic (how it splits and retries) is what is tested here; the real table is in
  * test/e2e/database-faults.test.ts.
  */
-function storeFailingOn(rule: { poison?: string; lockedRecipient?: string }) {
+function storeFailingOn(rule: { poison?: string; lockedRecipient?: string; slowRecipient?: string; slowCode?: string; down?: boolean; env?: Record<string, string>; delayMs?: number }) {
   const transactions: string[][] = [];
   let lockHeld = true;
   const repository = {
     async insertBatch(batch: NewNotification[]): Promise<InsertOutcome[]> {
       transactions.push(batch.map((notification) => `${notification.recipient}:${notification.correlationId}`));
-      await new Promise((resolve) => setTimeout(resolve, 5));
+      await new Promise((resolve) => setTimeout(resolve, rule.delayMs ?? 5));
       if (batch.some((notification) => notification.correlationId === rule.poison)) throw refusal('22021');
+      if (batch.some((notification) => rule.slowRecipient === '*' || notification.recipient === rule.slowRecipient)) throw refusal(rule.slowCode ?? '57014');
+      if (rule.down) throw new Error('Connection terminated unexpectedly');
       const several = new Set(batch.map((notification) => notification.recipient)).size > 1;
       return batch.map((notification) =>
         // Like the real table: a batch of several recipients only tries their locks; one recipient waits for its own.
@@ -30,7 +34,7 @@ function storeFailingOn(rule: { poison?: string; lockedRecipient?: string }) {
       );
     },
   } as unknown as NotificationsRepository;
-  return { publisher: new NotificationPublisher(repository, loadEnv({}), new Metrics()), transactions, release: () => (lockHeld = false) };
+  return { publisher: new NotificationPublisher(repository, loadEnv(rule.env ?? {}), new Metrics()), transactions, release: () => (lockHeld = false) };
 }
 
 const publishAll = (publisher: NotificationPublisher, bodies: PublishNotificationDto[]) =>
@@ -45,6 +49,53 @@ describe('NotificationPublisher: one failing publish never fails the others shar
     expect(results[3]).toBeInstanceOf(Error);
     expect(results.filter((result) => typeof result === 'string')).toHaveLength(5);
     expect(transactions.some((transaction) => transaction.length > 1)).toBe(true); // they did share one
+  });
+
+  it.each([
+    ['a statement timeout', '57014'],
+    ['a lock timeout', '55P03'],
+  ])('retries a transaction that ran into %s recipient by recipient: only the slow recipient fails, and it goes alone afterwards', async (_case, code) => {
+    const { publisher, transactions } = storeFailingOn({ slowRecipient: 'slow', slowCode: code });
+    // Four fill every slot, so the six after them queue and share a transaction when slots free up.
+    const fillers = Array.from({ length: 4 }, (_, index) => validNotification(`filler-${index}`) as PublishNotificationDto);
+    const bodies = ['a', 'slow', 'b', 'slow', 'a', 'c'].map((recipient) => validNotification(recipient) as PublishNotificationDto);
+    const results = await publishAll(publisher, [...fillers, ...bodies]);
+    const mine = results.slice(fillers.length);
+    expect(mine.map((result, index) => (result instanceof Error ? `${bodies[index].recipient} failed` : bodies[index].recipient))).toEqual(['a', 'slow failed', 'b', 'slow failed', 'a', 'c']);
+    const entry = (body: PublishNotificationDto) => `${body.recipient}:${body.correlationId}`;
+    const shared = transactions.findIndex((transaction) => transaction.length === bodies.length);
+    expect(transactions[shared]).toEqual(bodies.map(entry));
+    // Then one transaction per recipient, each in the batch's order.
+    const apart = transactions.slice(shared + 1);
+    expect(apart).toHaveLength(4);
+    expect(apart).toEqual(expect.arrayContaining(['a', 'slow', 'b', 'c'].map((recipient) => bodies.filter((body) => body.recipient === recipient).map(entry))));
+    // The slow recipient is known now: its next publish goes in a transaction of its own.
+    const [slowAgain, aAgain] = ['slow', 'a'].map((recipient) => validNotification(recipient) as PublishNotificationDto);
+    const moreFillers = fillers.map((filler) => validNotification(filler.recipient) as PublishNotificationDto);
+    await publishAll(publisher, [...moreFillers, slowAgain, aAgain]);
+    expect(transactions.find((transaction) => transaction.includes(entry(slowAgain)))).toEqual([entry(slowAgain)]);
+    expect(transactions.find((transaction) => transaction.includes(entry(aAgain)))).toEqual([entry(aAgain)]);
+  });
+
+  it('stops retrying recipient by recipient after one lock wait when every recipient is held up: the rest fail untried', async () => {
+    const { publisher, transactions } = storeFailingOn({ slowRecipient: '*', slowCode: '55P03', env: { DATABASE_LOCK_TIMEOUT_MS: '100' }, delayMs: 60 });
+    const fillers = Array.from({ length: 4 }, (_, index) => validNotification(`filler-${index}`) as PublishNotificationDto);
+    const bodies = Array.from({ length: 10 }, (_, index) => validNotification(`r${index}`) as PublishNotificationDto);
+    const results = await publishAll(publisher, [...fillers, ...bodies]);
+    expect(results.every((result) => result instanceof Error)).toBe(true);
+    const shared = transactions.findIndex((transaction) => transaction.length === bodies.length);
+    // Two at a time, each a lock wait long, for one lock wait: far fewer than ten.
+    expect(transactions.length - shared - 1).toBeLessThan(bodies.length);
+  });
+
+  it('fails every publish of a transaction that lost its connection: the database is what is wrong', async () => {
+    const { publisher, transactions } = storeFailingOn({ down: true });
+    const fillers = Array.from({ length: 4 }, (_, index) => validNotification(`filler-${index}`) as PublishNotificationDto);
+    const bodies = ['a', 'b', 'c'].map((recipient) => validNotification(recipient) as PublishNotificationDto);
+    const results = await publishAll(publisher, [...fillers, ...bodies]);
+    expect(results.every((result) => result instanceof Error)).toBe(true);
+    // Nothing was tried again.
+    expect(transactions).toHaveLength(fillers.length + 1);
   });
 
   it('leaves out a recipient whose lock is held elsewhere for a moment, stores the others at once, and the recipient in the next shared transaction, in order', async () => {

@@ -17,6 +17,21 @@ export interface BatcherOptions<In, Out> {
    * for the later items of its key in the same flush too, or they would pass it.
    */
   retry?: (out: Out, item: In) => boolean;
+  /** Most items that may wait (items in flushes under way aside); a submit that finds this many waiting throws QueueFullError. */
+  maxWaiting?: number;
+  /**
+   * An item that is no longer wanted (nobody waits for its result) is answered with the result
+   * this gives, when the queue comes to it, and never flushed; undefined flushes it as usual.
+   */
+  drop?: (item: In) => Out | undefined;
+}
+
+/** The queue already holds `maxWaiting` items: the submit was refused, and nothing of it queued. */
+export class QueueFullError extends Error {
+  constructor(waiting: number) {
+    super(`${waiting} items are waiting already`);
+    this.name = 'QueueFullError';
+  }
 }
 
 interface Entry<In, Out> {
@@ -47,17 +62,30 @@ export class Batcher<In, Out> {
     this.options = { concurrency: 1, ...(typeof options === 'number' ? { maxBatch: options } : options) };
   }
 
+  /** Queues an item; throws QueueFullError (queuing nothing) when `maxWaiting` items wait already. */
   submit(item: In): Promise<Out> {
+    this.admit();
     const result = this.enqueue(item);
     this.drain();
     return result;
   }
 
-  /** Several items, queued in order before any flush starts, so they can share one. */
+  /**
+   * Several items, queued in order before any flush starts, so they can share one. They are taken
+   * or refused together: admitted while fewer than `maxWaiting` items wait, so one submit may pass
+   * the bound by its own size.
+   */
   submitAll(items: In[]): Promise<Out>[] {
+    if (items.length === 0) return [];
+    this.admit();
     const results = items.map((item) => this.enqueue(item));
     this.drain();
     return results;
+  }
+
+  private admit(): void {
+    const { maxWaiting } = this.options;
+    if (maxWaiting !== undefined && this.queue.length >= maxWaiting) throw new QueueFullError(this.queue.length);
   }
 
   private enqueue(item: In): Promise<Out> {
@@ -87,18 +115,28 @@ export class Batcher<In, Out> {
 
   /**
    * The next batch, in submit order, leaving in the queue (in order) the items of keys that are
-   * under way. The scan stops once the batch is full, so a long queue costs only what is taken.
+   * under way, and answering the items it comes to that are dropped. The scan stops once the batch
+   * is full, so a long queue costs only what is taken.
    */
   private take(): Entry<In, Out>[] {
-    const { maxBatch, alone } = this.options;
-    if (this.options.keyOf === undefined) return this.queue.splice(0, maxBatch);
+    const { maxBatch, alone, drop } = this.options;
+    if (this.options.keyOf === undefined && drop === undefined) return this.queue.splice(0, maxBatch);
     const batch: Entry<In, Out>[] = [];
     const skipped: Entry<In, Out>[] = [];
     let soloKey: string | undefined;
     let index = 0;
     for (; index < this.queue.length && batch.length < maxBatch; index++) {
       const entry = this.queue[index];
-      const key = entry.key!;
+      const dropped = drop?.(entry.item);
+      if (dropped !== undefined) {
+        entry.resolve(dropped);
+        continue;
+      }
+      if (entry.key === undefined) {
+        batch.push(entry);
+        continue;
+      }
+      const key = entry.key;
       const eligible = !this.busyKeys.has(key) && (soloKey === undefined ? batch.length === 0 || !alone?.(key) : key === soloKey);
       if (eligible) {
         if (batch.length === 0 && alone?.(key)) soloKey = key;
@@ -106,7 +144,7 @@ export class Batcher<In, Out> {
       } else skipped.push(entry);
     }
     // Keys are marked busy only now: a key skipped above keeps all its later items waiting too.
-    for (const entry of batch) this.busyKeys.add(entry.key!);
+    for (const entry of batch) if (entry.key !== undefined) this.busyKeys.add(entry.key);
     this.queue = skipped.length === 0 ? this.queue.slice(index) : skipped.concat(this.queue.slice(index));
     return batch;
   }

@@ -20,6 +20,8 @@ export class HttpExceptionFilter implements ExceptionFilter {
     const http = host.switchToHttp();
     const request = http.getRequest<FastifyRequest>();
     const reply = http.getResponse<FastifyReply>();
+    // The request deadline answered 503 already (and logged it); what comes late has nobody to go to.
+    if (reply.sent && isTemporarilyUnavailable(exception)) return;
     const { status, body } = this.describe(exception);
     // Nest's "Cannot GET <url>" repeats the query, which may carry a state or a code.
     const path = request.url.split('?')[0];

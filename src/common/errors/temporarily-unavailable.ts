@@ -1,4 +1,5 @@
 import { isDatabaseUnavailable } from '../../database/database-unavailable.js';
+import { QueueFullError } from '../batching/batcher.js';
 
 /** Seconds a caller is asked to wait (Retry-After) after a 503. */
 export const RETRY_AFTER_S = 1;
@@ -11,5 +12,8 @@ export class RequestDeadlineError extends Error {
   }
 }
 
-/** Whether a failure is the service's momentary state (database away or busy, a request past its deadline), answered 503 with Retry-After. */
-export const isTemporarilyUnavailable = (error: unknown) => error instanceof RequestDeadlineError || isDatabaseUnavailable(error);
+/**
+ * Whether a failure is the service's momentary state (database away or busy, a request past its
+ * deadline, too much work queued already), answered 503 with Retry-After.
+ */
+export const isTemporarilyUnavailable = (error: unknown) => error instanceof RequestDeadlineError || error instanceof QueueFullError || isDatabaseUnavailable(error);

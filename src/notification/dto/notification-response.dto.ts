@@ -10,8 +10,14 @@ export class PublishAcceptedDto {
   duplicate?: true;
 }
 
-/** A notification as pushed on the stream and listed by the history route: the published fields without `recipient`. */
+/** A notification as pushed on the stream: the published fields without `recipient`. */
 export class NotificationMessageDto extends OmitType(PublishNotificationDto, ['recipient'] as const) {}
+
+/** A notification as the history route lists it: as pushed, and its place in the recipient's order. */
+export class ListedNotificationDto extends NotificationMessageDto {
+  @ApiProperty({ type: 'integer', format: 'int64', description: "its sequence number: ascending in the recipient's publish order; `after` takes it" })
+  seq: number;
+}
 
 /** One element's result in a batch: stored (as a single publish answers), or refused. */
 export class BatchElementResultDto {

@@ -1,7 +1,8 @@
+import { applyDecorators } from '@nestjs/common';
 import { ApiProperty } from '@nestjs/swagger';
-import { Type } from 'class-transformer';
+import { Transform, Type } from 'class-transformer';
 import { ArrayMaxSize, IsArray, IsNotEmpty, IsString, IsUUID, MaxLength, ValidateBy, ValidateNested } from 'class-validator';
-import { PlainText, StorableText } from '../../common/validation/storable-text.js';
+import { PlainText, StorableText, WellFormedText } from '../../common/validation/storable-text.js';
 
 /** RFC 3339 in UTC or with an offset, with milliseconds, as the seed's samples. */
 export const RFC3339_MILLIS = /^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])T([01]\d|2[0-3]):[0-5]\d:[0-5]\d\.\d{3}(Z|[+-]([01]\d|2[0-3]):[0-5]\d)$/;
@@ -26,10 +27,17 @@ const IsTimestamp = () =>
     },
   });
 
+/**
+ * A UUID in any letter case, kept lower case (RFC 4122 §3: case-insensitive on input, lower case
+ * on output), so one notification has one spelling: stored, pushed, listed and deduplicated alike.
+ */
+const IsUuid = () => applyDecorators(Transform(({ value }) => (typeof value === 'string' ? value.toLowerCase() : value)), IsUUID('all'));
+
 export class DeliverableDto {
   @ApiProperty({ example: 'pdf' })
   @IsString()
   @PlainText()
+  @WellFormedText()
   @IsNotEmpty()
   @MaxLength(100)
   productType: string;
@@ -40,17 +48,19 @@ export class PublishNotificationDto {
   @ApiProperty({ description: 'client_id of the receiving client' })
   @IsString()
   @PlainText()
+  @WellFormedText()
   @IsNotEmpty()
   @MaxLength(100)
   recipient: string;
 
-  @ApiProperty({ format: 'uuid' })
-  @IsUUID('all')
+  @ApiProperty({ format: 'uuid', description: 'any letter case; stored, pushed and listed lower case' })
+  @IsUuid()
   correlationId: string;
 
   @ApiProperty({ example: 'RouteAdvice' })
   @IsString()
   @PlainText()
+  @WellFormedText()
   @IsNotEmpty()
   @MaxLength(200)
   productName: string;
@@ -58,6 +68,7 @@ export class PublishNotificationDto {
   @ApiProperty({ example: 'RouteConfigurationService' })
   @IsString()
   @PlainText()
+  @WellFormedText()
   @IsNotEmpty()
   @MaxLength(200)
   origin: string;
@@ -65,6 +76,7 @@ export class PublishNotificationDto {
   @ApiProperty({ example: 'New' })
   @IsString()
   @PlainText()
+  @WellFormedText()
   @IsNotEmpty()
   @MaxLength(100)
   status: string;
@@ -83,12 +95,13 @@ export class PublishNotificationDto {
   @ApiProperty()
   @IsString()
   @PlainText()
+  @WellFormedText()
   @IsNotEmpty()
   @MaxLength(200)
   customerReferenceId: string;
 
-  @ApiProperty({ format: 'uuid' })
-  @IsUUID('all')
+  @ApiProperty({ format: 'uuid', description: 'any letter case; stored, pushed and listed lower case' })
+  @IsUuid()
   routeCalculationScheduleId: string;
 
   @ApiProperty({ type: [String] })
@@ -96,6 +109,7 @@ export class PublishNotificationDto {
   @ArrayMaxSize(100)
   @IsString({ each: true })
   @StorableText({ each: true })
+  @WellFormedText({ each: true })
   @MaxLength(2000, { each: true })
   warnings: string[];
 
