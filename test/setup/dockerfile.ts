@@ -95,8 +95,17 @@ function parseDockerfile(text: string): Instruction[] {
     });
 }
 
+/**
+ * What a build on this machine inherits of its network, as a container build inherits the
+ * engine's: whom to trust and how to reach the registry. A package's install script that
+ * fetches (esbuild's fallback under --omit=optional) needs them; npm's own global config may not
+ * be found under a Node installed elsewhere (the npm registry's `node` package).
+ */
+const NETWORK_SETTINGS = /^(NODE_EXTRA_CA_CERTS|SSL_CERT_FILE|SSL_CERT_DIR|https?_proxy|no_proxy|npm_config_(cafile|registry|proxy|https_proxy|noproxy|strict_ssl))$/i;
+
 async function run(command: string, cwd: string, env: Record<string, string>) {
-  const child = spawn('sh', ['-c', command], { cwd, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const network = Object.fromEntries(Object.entries(process.env).filter(([name, value]) => NETWORK_SETTINGS.test(name) && value !== undefined)) as Record<string, string>;
+  const child = spawn('sh', ['-c', command], { cwd, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...network, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout.on('data', (chunk) => (output += chunk));
   child.stderr.on('data', (chunk) => (output += chunk));
