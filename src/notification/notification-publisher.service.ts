@@ -158,10 +158,11 @@ export class NotificationPublisher {
 
   /**
    * After a timeout: each recipient's publishes in a transaction of their own, RETRY_LANES at a
-   * time, waiting briefly for any lock; a recipient that is held up again is the slow one, fails,
-   * and goes alone for a while (SLOW_RECIPIENT_MS). When every recipient is held up (a locked
-   * table, a database too slow for anyone), the retries would take a lock wait each: they stop
-   * after one DATABASE_LOCK_TIMEOUT_MS, and the recipients not tried by then fail too.
+   * time, waiting briefly for any lock. A recipient held up again while others go through is the
+   * slow one: it fails, and goes alone for a while (SLOW_RECIPIENT_MS). While none goes through,
+   * the database may be what is slow (a locked table): once the first RETRY_LANES retries were
+   * all held up, the others are not tried, nobody is marked slow, and all fail; the retries also
+   * stop after one DATABASE_LOCK_TIMEOUT_MS in any case.
    */
   private async storeEachRecipient(batch: NewNotification[], error: unknown): Promise<PublishOutcome[]> {
     const positions = new Map<string, number[]>();
@@ -171,33 +172,38 @@ export class NotificationPublisher {
       else positions.set(recipient, [index]);
     });
     const outcomes: PublishOutcome[] = batch.map(() => ({ error }));
-    if (positions.size === 1) {
-      this.markSlow(batch[0].recipient);
-      return outcomes;
-    }
+    // Alone in its transaction, a recipient cannot be told from a slow database.
+    if (positions.size === 1) return outcomes;
     const groups = [...positions.values()];
     const until = Date.now() + this.env.DATABASE_LOCK_TIMEOUT_MS;
+    const heldUp: string[] = [];
+    let tried = 0;
+    let wentThrough = 0;
+    const next = () => (Date.now() < until && (wentThrough > 0 || tried < RETRY_LANES) ? (tried++, groups.shift()) : undefined);
     const lane = async () => {
-      for (let indexes = groups.shift(); indexes !== undefined && Date.now() < until; indexes = groups.shift()) {
-        const stored = await this.storeRecipient(indexes.map((index) => batch[index]));
+      for (let indexes = next(); indexes !== undefined; indexes = next()) {
+        const { outcomes: stored, heldUp: slow } = await this.storeRecipient(indexes.map((index) => batch[index]));
         indexes.forEach((index, position) => (outcomes[index] = stored[position]));
+        if (slow) heldUp.push(batch[indexes[0]].recipient);
+        else wentThrough++;
       }
     };
     await Promise.all(Array.from({ length: RETRY_LANES }, lane));
+    if (wentThrough > 0) for (const recipient of heldUp) this.markSlow(recipient);
     return outcomes;
   }
 
-  /** One recipient's publishes, in order, in a transaction that waits briefly for any lock; held up, they fail. */
-  private async storeRecipient(publishes: NewNotification[]): Promise<PublishOutcome[]> {
+  /** One recipient's publishes, in order, in a transaction that waits briefly for any lock; held up (a lock or statement timeout), they fail. */
+  private async storeRecipient(publishes: NewNotification[]): Promise<{ outcomes: PublishOutcome[]; heldUp: boolean }> {
     try {
-      return await this.notifications.insertBatch(publishes, { briefly: true });
+      return { outcomes: await this.notifications.insertBatch(publishes, { briefly: true }), heldUp: false };
     } catch (error) {
       const reason = databaseUnavailableReason(error);
-      if (reason === 'lock' || reason === 'timeout') this.markSlow(publishes[0].recipient);
-      if (publishes.length === 1 || reason !== undefined) return publishes.map(() => ({ error }));
+      const heldUp = reason === 'lock' || reason === 'timeout';
+      if (publishes.length === 1 || reason !== undefined) return { outcomes: publishes.map(() => ({ error })), heldUp };
       const outcomes: PublishOutcome[] = [];
       for (const notification of publishes) outcomes.push(...(await this.store([notification])));
-      return outcomes;
+      return { outcomes, heldUp };
     }
   }
 
