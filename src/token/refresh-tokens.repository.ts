@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { DataSource, EntityManager } from 'typeorm';
 import { PreparedStatement } from '../database/prepared-statement.js';
-import { currentScopeSql, issuableUserCte, issuedAfterStampSql } from './revocations.js';
+import { currentScopeSql, issuedAfterStampSql } from './revocations.js';
 import type { GrantFlow } from './user-token-issuer.js';
 
 export interface RefreshTokenRow {
@@ -28,20 +28,17 @@ export interface LockedRefreshToken extends RefreshTokenRow {
 
 const COLUMNS = 'r.grant_id, r.client_id, g.user_id, g.scope, g.flow, r.expires_at, r.expires_at <= now() AS expired, r.rotated_at, g.revoked_at AS grant_revoked_at';
 
-/** The user of the grant a refresh token belongs to. */
-const USER_OF_TOKEN = '(SELECT g.user_id FROM refresh_tokens r JOIN grants g ON g.id = r.grant_id WHERE r.token_hash = $1)';
-
 /**
- * The issuing statement of a refresh (revocations.ts): the user's row, then the grant's, locked
- * shared, so a sign-out or a grant revocation committed meanwhile is seen; the new tokens carry
- * the client's current scopes only.
+ * The issuing statement of a refresh (revocations.ts): the grant's row locked shared, so a
+ * revocation of the grant committed meanwhile (every sign-out revokes the grants it ends) is
+ * seen; the user is checked too, and the new tokens carry the client's current scopes only.
  */
 const ROTATE = new PreparedStatement<Pick<RefreshTokenRow, 'grant_id' | 'user_id' | 'scope' | 'flow'>>(
   'rotate-refresh-token',
-  `WITH ${issuableUserCte(USER_OF_TOKEN)},
-   live_grant AS (
-     SELECT g.id, g.user_id, g.scope, g.flow FROM grants g JOIN issuable_user u ON u.id = g.user_id
-     WHERE g.id = (SELECT grant_id FROM refresh_tokens WHERE token_hash = $1) AND g.revoked_at IS NULL AND ${issuedAfterStampSql('g.created_at')}
+  `WITH live_grant AS (
+     SELECT g.id, g.user_id, g.scope, g.flow FROM grants g JOIN portal_users u ON u.id = g.user_id
+     WHERE g.id = (SELECT grant_id FROM refresh_tokens WHERE token_hash = $1) AND g.revoked_at IS NULL
+       AND u.disabled_at IS NULL AND ${issuedAfterStampSql('g.created_at')}
      FOR SHARE OF g),
    rotated AS (
      UPDATE refresh_tokens r SET rotated_at = now()
@@ -66,17 +63,16 @@ export class RefreshTokensRepository {
 
   /**
    * The token with its grant, locked: of two concurrent refreshes, the second waits and sees the
-   * first's rotation. The user's row is locked first (shared), as in ROTATE; the grant's row is
-   * locked for the revocation this path may make, so two replays of one grant's old tokens queue
-   * instead of deadlocking. `rotated_within_grace`: rotated less than `graceSeconds` ago.
+   * first's rotation. The grant's row is locked as in ROTATE, and for the revocation this path
+   * may make, so two replays of one grant's old tokens queue instead of deadlocking.
+   * `rotated_within_grace`: rotated less than `graceSeconds` ago.
    */
   async lock(manager: EntityManager, tokenHash: Buffer, graceSeconds: number): Promise<LockedRefreshToken | undefined> {
     const [row] = await manager.query(
-      `WITH ${issuableUserCte(USER_OF_TOKEN)}
-       SELECT ${COLUMNS}, coalesce(r.rotated_at > now() - make_interval(secs => $2), false) AS rotated_within_grace,
+      `SELECT ${COLUMNS}, coalesce(r.rotated_at > now() - make_interval(secs => $2), false) AS rotated_within_grace,
          ${currentScopeSql('g.scope', 'r.client_id')} AS current_scope,
-         (u.id IS NOT NULL AND ${issuedAfterStampSql('g.created_at')}) AS user_issuable
-       FROM refresh_tokens r JOIN grants g ON g.id = r.grant_id LEFT JOIN issuable_user u ON u.id = g.user_id
+         (u.disabled_at IS NULL AND ${issuedAfterStampSql('g.created_at')}) AS user_issuable
+       FROM refresh_tokens r JOIN grants g ON g.id = r.grant_id JOIN portal_users u ON u.id = g.user_id
        WHERE r.token_hash = $1 FOR UPDATE OF r FOR NO KEY UPDATE OF g`,
       [tokenHash, graceSeconds],
     );

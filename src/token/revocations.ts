@@ -23,11 +23,13 @@
  *    client checked again; until then the instance asks PostgreSQL instead of its sets);
  * 4. **again right after a stream registers**, for a revocation that arrived during its handshake.
  *
- * Races between a sign-out and an issuance are settled by one lock: a sign-out first locks the
- * user's row (it writes the stamp, or takes the row FOR UPDATE), then revokes and voids; every
- * issuing statement takes the same row FOR SHARE before it writes, and PostgreSQL re-reads a row
- * it had to wait for. So either the issuance commits first and the sign-out revokes what it made,
- * or the sign-out commits first and the issuance sees the new stamp and refuses.
+ * Races between a sign-out and an issuance are settled by row locks: a sign-out first locks the
+ * user's row (it writes the stamp, or takes the row FOR UPDATE), then revokes the user's grants
+ * and voids the rest; an issuing statement takes FOR SHARE the row a sign-out changes for what it
+ * issues from (the user's row for a new grant, approval or code; the grant's row for a refresh,
+ * which every sign-out revokes) before it writes, and PostgreSQL re-reads a row it had to wait
+ * for. So either the issuance commits first and the sign-out revokes what it made, or the sign-out
+ * commits first and the issuance sees the new stamp (or the revoked grant) and refuses.
  */
 
 /**
