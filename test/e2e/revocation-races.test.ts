@@ -2,11 +2,13 @@ import { decodeJwt } from 'jose';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ClientsService } from '../../src/clients/clients.service.js';
+import { PgListener } from '../../src/database/pg-listener.service.js';
 import { KeysService } from '../../src/keys/keys.service.js';
 import { HousekeepingService } from '../../src/token/housekeeping.service.js';
 import { SignOutsRepository } from '../../src/token/sign-outs.repository.js';
 import { UsersService } from '../../src/users/users.service.js';
 import { DEVICE_GRANT, pollDeviceToken, startDeviceAuthorization, verifyDevice } from '../factories/device-flow.factory.js';
+import { SUBSCRIBE_SCOPE } from '../factories/notification.factory.js';
 import { createClient, createUser, type TestClient } from '../factories/oauth.factory.js';
 import { issueState } from '../factories/state.factory.js';
 import {
@@ -19,6 +21,7 @@ import {
   LOOPBACK_REDIRECT,
   type PortalUser,
   refresh,
+  revoke,
   storedHash,
   userId,
 } from '../factories/token-flow.factory.js';
@@ -139,6 +142,20 @@ describe('revocation under races (one revocation model)', () => {
     expect(polled.status).toBe(200);
     expect(polled.body.scope).toBe(READ);
     expect(decodeJwt(polled.body.access_token as string).scope).toBe(READ);
+  });
+
+  it('refuses at once, on the instance that revoked it, a grant whose notice has not come back yet', async () => {
+    const client = await createClient(app, { redirectPatterns: [LOOPBACK_PATTERN], scopes: [SUBSCRIBE_SCOPE] });
+    const tokens = await issueTokens(app, client, await createUser(app), { redirectUrl: LOOPBACK_REDIRECT, scope: SUBSCRIBE_SCOPE });
+    const history = () => fetch(`${app.baseUrl}/voyage/notification/v1/notifications?after=0`, { headers: { authorization: `Bearer ${tokens.access_token}` } });
+    expect((await history()).status).toBe(200);
+    // The instance's LISTEN connection is busy for a moment: PostgreSQL holds its notices until it is idle again.
+    const listening = (app.get(PgListener) as unknown as { client: pg.Client }).client;
+    const busy = listening.query('SELECT pg_sleep(1.5)');
+    await sleep(100);
+    expect((await revoke(app, client, tokens.refresh_token)).status).toBe(200);
+    expect((await history()).status).toBe(401);
+    await busy;
   });
 
   it('keeps a sign-in link that a sign-out voided used, after the housekeeping round too', async () => {
