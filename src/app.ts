@@ -10,6 +10,7 @@ import { AppModule } from './app.module.js';
 import { answerClientError, answerFrameworkError } from './common/http/client-errors.js';
 import { closeAfterEarlyAnswers } from './common/http/early-answers.js';
 import { httpServerFactory } from './common/http/http-server-factory.js';
+import { trackRouteMethods } from './common/http/allowed-methods.js';
 import { answerLateRequests } from './common/http/request-deadlines.js';
 import { depthLimitedJsonParser } from './common/http/json-body-parser.js';
 import { answerUpgradesOverHttp } from './common/http/upgrade-fallback.js';
@@ -27,6 +28,9 @@ import { StreamAuthorizer } from './notification/stream-authorizer.js';
 import { CLIENT_SECRET_BASIC } from './token/oauth-form-route.decorator.js';
 
 const BODY_LIMIT = 64 * 1024;
+// A parameter is never longer than the request line, which Node's header size limit bounds; a
+// lower router limit would answer a long client_id 414 where the contract wants an unknown client's 404.
+const ROUTER_OPTIONS = { maxParamLength: maxHeaderSize };
 
 /** The whole service as one Nest application on Fastify, not yet listening. */
 export async function createApp(env: Env, databaseUrl: string, logger: Logger): Promise<NestFastifyApplication> {
@@ -45,9 +49,7 @@ export async function createApp(env: Env, databaseUrl: string, logger: Logger): 
     clientErrorHandler: answerClientError,
     frameworkErrors: answerFrameworkError,
     serverFactory: httpServerFactory({ headersMs: env.HTTP_HEADERS_TIMEOUT_MS, requestMs: env.HTTP_RECEIVE_TIMEOUT_MS }, tls),
-    // A parameter is never longer than the request line, which Node's header size limit bounds; a
-    // lower router limit would answer a long client_id 414 where the contract wants an unknown client's 404.
-    routerOptions: { maxParamLength: maxHeaderSize },
+    routerOptions: ROUTER_OPTIONS,
     ...(tls ? { https: tls } : {}),
   });
   adapter.getInstance().addHook('onRequest', (request, reply, done) => {
@@ -55,6 +57,7 @@ export async function createApp(env: Env, databaseUrl: string, logger: Logger): 
     done();
   });
   answerUpgradesOverHttp(adapter.getInstance());
+  trackRouteMethods(adapter.getInstance(), ROUTER_OPTIONS);
   adapter.getInstance().addHook('onRoute', (route) => {
     if (route.url === BATCH_PUBLISH_PATH) route.bodyLimit = env.PUBLISH_BATCH_MAX_BYTES;
   });

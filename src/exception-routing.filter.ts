@@ -1,6 +1,9 @@
-import { type ArgumentsHost, Catch, type ExceptionFilter } from '@nestjs/common';
-import type { FastifyRequest } from 'fastify';
+import { type ArgumentsHost, Catch, type ExceptionFilter, MethodNotAllowedException, NotFoundException } from '@nestjs/common';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { HttpExceptionFilter } from './common/errors/http-exception.filter.js';
+import { sendMissingPage, wantsPage } from './common/html/missing-page.js';
+import { allowedMethods } from './common/http/allowed-methods.js';
+import { OAuthError } from './token/oauth-error.js';
 import { OAuthExceptionFilter } from './token/oauth-exception.filter.js';
 
 /** Paths whose every error, even one raised while reading the body, is an RFC 6749 §5.2 error. */
@@ -8,8 +11,10 @@ const OAUTH_PATHS = ['/sso/token', '/sso/device_authorization', '/sso/introspect
 
 /**
  * The global filter. Controllers choose their format with @UseFilters, but errors from Fastify's
- * body parsing (malformed JSON, unsupported media type, too large) happen before any controller
- * runs, so the path decides here.
+ * body parsing (malformed JSON, unsupported media type, too large) and requests no route took
+ * happen before any controller runs, so the path decides here. A request no route took is a 405
+ * with `Allow` when its path has routes for other methods, and a browser asking for a page
+ * that does not exist gets one that says so.
  */
 @Catch()
 export class ExceptionRoutingFilter implements ExceptionFilter {
@@ -17,8 +22,21 @@ export class ExceptionRoutingFilter implements ExceptionFilter {
   private readonly http = new HttpExceptionFilter();
 
   catch(exception: unknown, host: ArgumentsHost) {
-    const path = host.switchToHttp().getRequest<FastifyRequest>().url.split('?')[0];
-    const filter = OAUTH_PATHS.some((prefix) => path === prefix || (prefix.endsWith('/') && path.startsWith(prefix))) ? this.oauth : this.http;
-    filter.catch(exception, host);
+    const request = host.switchToHttp().getRequest<FastifyRequest>();
+    const path = request.url.split('?')[0];
+    const oauthPath = OAUTH_PATHS.some((prefix) => path === prefix || (prefix.endsWith('/') && path.startsWith(prefix)));
+    if (exception instanceof NotFoundException && request.routeOptions.url === undefined) {
+      const allow = allowedMethods(request);
+      if (allow.length > 0) {
+        host.switchToHttp().getResponse<FastifyReply>().header('Allow', allow.join(', '));
+        const use = `use ${allow.join(' or ')}`;
+        exception = oauthPath
+          ? new OAuthError('invalid_request', `method not allowed at this endpoint: ${use}`, { status: 405 })
+          : new MethodNotAllowedException(`${request.method} is not allowed at ${path}: ${use}`);
+      } else if (!oauthPath && wantsPage(request)) {
+        return sendMissingPage(host.switchToHttp().getResponse<FastifyReply>(), path);
+      }
+    }
+    (oauthPath ? this.oauth : this.http).catch(exception, host);
   }
 }

@@ -52,6 +52,9 @@ export class OAuthError extends Error {
   }
 }
 
+/** The description of a body that is not a form, wherever it is refused. */
+export const UNSUPPORTED_MEDIA_TYPE = 'unsupported content type: send application/x-www-form-urlencoded';
+
 export const invalidRequest = (description: string) => new OAuthError('invalid_request', description);
 export const invalidGrant = (description: string) => new OAuthError('invalid_grant', description);
 export const invalidScope = (description: string) => new OAuthError('invalid_scope', description);

@@ -2,7 +2,7 @@ import { type ArgumentsHost, Catch, type ExceptionFilter, HttpException } from '
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { logFailure } from '../common/errors/log-failure.js';
 import { isTemporarilyUnavailable, RETRY_AFTER_S } from '../common/errors/temporarily-unavailable.js';
-import { OAuthError } from './oauth-error.js';
+import { OAuthError, UNSUPPORTED_MEDIA_TYPE } from './oauth-error.js';
 
 /** error_description of a request refused before its handler ran, by status. */
 const UNREADABLE: Record<number, string> = {
@@ -12,7 +12,7 @@ const UNREADABLE: Record<number, string> = {
   408: 'the request was not received in time',
   413: 'the request body is too large',
   414: 'the request URI is too long',
-  415: 'unsupported content type: send application/x-www-form-urlencoded',
+  415: UNSUPPORTED_MEDIA_TYPE,
   431: 'the request headers are too large',
 };
 

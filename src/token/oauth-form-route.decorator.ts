@@ -8,7 +8,7 @@ export const CLIENT_SECRET_BASIC = 'client_secret_basic';
 
 /** invalid_request reasons every form route shares. */
 export const FORM_INVALID_REQUEST =
-  '`invalid_request`: a body that is not a form (JSON, text), a repeated parameter, a NUL character, a missing parameter, or client credentials both in the header and in the body';
+  '`invalid_request`: a repeated parameter, a NUL character, a missing parameter, or client credentials both in the header and in the body';
 
 /**
  * An OAuth endpoint taking an RFC 6749 form from an authenticated client: never cached, and its
@@ -28,6 +28,6 @@ export const OAuthFormRoute = (form: Type, badRequest: string) =>
       'WWW-Authenticate': { description: 'when the client used HTTP Basic: `Basic realm="voyage-connect", charset="UTF-8"`', schema: { type: 'string' } },
     }),
     ApiOAuthErrorResponse(413, '`invalid_request`: the body is over 64 KiB'),
-    ApiOAuthErrorResponse(415, '`invalid_request`: a media type the service does not read (send application/x-www-form-urlencoded)'),
+    ApiOAuthErrorResponse(415, '`invalid_request`: a body that is not a form (JSON, text, any other media type): send application/x-www-form-urlencoded'),
     ApiOAuthUnavailableResponse(),
   );

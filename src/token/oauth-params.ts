@@ -1,4 +1,4 @@
-import { invalidRequest } from './oauth-error.js';
+import { invalidRequest, OAuthError, UNSUPPORTED_MEDIA_TYPE } from './oauth-error.js';
 
 /** An OAuth request's parameters: present, single-valued, non-empty strings only. */
 export type OAuthParams = ReadonlyMap<string, string>;
@@ -24,13 +24,13 @@ export function readOAuthParams(body: unknown): OAuthParams {
 
 /**
  * The body of a token, introspection or revocation request: RFC 6749 §3.2, RFC 7662 §2.1 and
- * RFC 7009 §2.1 take application/x-www-form-urlencoded only, so a JSON object is refused even
- * when its values happen to be strings.
+ * RFC 7009 §2.1 take application/x-www-form-urlencoded only, so a JSON object is refused (415,
+ * like a media type Fastify cannot read at all) even when its values happen to be strings.
  */
 export function readFormBody(contentType: string | undefined, body: unknown): OAuthParams {
   const mediaType = contentType?.split(';')[0].trim().toLowerCase();
   if (body !== undefined && body !== null && mediaType !== 'application/x-www-form-urlencoded') {
-    throw invalidRequest('the body must be application/x-www-form-urlencoded');
+    throw new OAuthError('invalid_request', UNSUPPORTED_MEDIA_TYPE, { status: 415 });
   }
   return readOAuthParams(body);
 }

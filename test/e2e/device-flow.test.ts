@@ -75,9 +75,9 @@ describe('the standard device flow (RFC 8628)', () => {
       expect((await requestDeviceAuthorization(app, device, { scope: 'a\\b' })).body).toMatchObject({ error: 'invalid_request' });
     });
 
-    it('refuses a JSON body and a repeated parameter with invalid_request', async () => {
+    it('refuses a JSON body (415) and a repeated parameter with invalid_request', async () => {
       const json = await postForm(app, '/sso/device_authorization', JSON.stringify(credentials(device)), { 'content-type': 'application/json' });
-      expect(json.status).toBe(400);
+      expect(json.status).toBe(415);
       expect(json.body).toMatchObject({ error: 'invalid_request' });
       const repeated = await postForm(app, '/sso/device_authorization', `${new URLSearchParams(credentials(device))}&scope=a&scope=b`);
       expect(repeated.body).toMatchObject({ error: 'invalid_request' });

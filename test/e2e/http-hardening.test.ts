@@ -352,8 +352,8 @@ describe('route-level errors on the OAuth routes', () => {
     await expectOAuthError(await send('POST', '/sso/token', { 'content-type': 'text/csv' }, 'a,b'), 415);
   });
 
-  it('keeps 404 for a method or path the routes do not have', async () => {
-    await expectOAuthError(await send('GET', '/sso/token'), 404);
+  it('answers 405 for a method the route does not have, and 404 for a path no route has', async () => {
+    await expectOAuthError(await send('GET', '/sso/token'), 405);
     await expectOAuthError(await send('GET', '/external/oauth2helper/nothing'), 404);
   });
 

@@ -257,11 +257,11 @@ describe('POST /public/api/oauth2/token, grant_type=client_credentials', () => {
   });
 
   describe('request format', () => {
-    it('refuses a JSON body with 400 invalid_request, even with valid credentials', async () => {
+    it('refuses a JSON body with 415 invalid_request, even with valid credentials', async () => {
       const response = await tokenRequest(app, JSON.stringify({ grant_type: 'client_credentials', ...credentials(device) }), {
         'content-type': 'application/json',
       });
-      expectOAuthError(response, 400, 'invalid_request');
+      expectOAuthError(response, 415, 'invalid_request');
     });
 
     it('refuses a repeated parameter with 400 invalid_request', async () => {

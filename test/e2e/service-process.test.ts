@@ -145,8 +145,8 @@ describe('the service process with the embedded database', () => {
     await new Promise((resolve) => setTimeout(resolve, 300));
     socket.end(body.slice(5));
     await new Promise((resolve) => socket.once('close', resolve));
-    expect(response).toMatch(/^HTTP\/1\.1 404 /);
-    expect(response).toContain('"message":"Cannot POST /health/live"');
+    expect(response).toMatch(/^HTTP\/1\.1 405 /);
+    expect(response).toContain('"message":"POST is not allowed at /health/live: use GET or HEAD"');
     expect(await service.exited).toBe(0);
   });
 

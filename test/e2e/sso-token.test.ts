@@ -394,7 +394,7 @@ describe('POST /sso/token', () => {
       expectOAuthError(await flow.refresh(codeOnly, tokens.refresh_token), 400, 'unauthorized_client');
     });
 
-    it('refuses a JSON body with 400 invalid_request and leaves the code usable', async () => {
+    it('refuses a JSON body with 415 invalid_request and leaves the code usable', async () => {
       const code = await flow.code(client, user);
       const json = await postForm(
         app,
@@ -403,17 +403,17 @@ describe('POST /sso/token', () => {
         { 'content-type': 'application/json' },
       );
       flow.remember((json.body as unknown as TokenResponse).refresh_token ?? '');
-      expectOAuthError(json, 400, 'invalid_request');
+      expectOAuthError(json, 415, 'invalid_request');
       const nonString = await postForm(app, '/sso/token', JSON.stringify({ grant_type: 'authorization_code', code: 42 }), {
         'content-type': 'application/json',
       });
-      expectOAuthError(nonString, 400, 'invalid_request');
+      expectOAuthError(nonString, 415, 'invalid_request');
       expectTokenResponse(await flow.exchange(client, code), null);
     });
 
-    it('refuses a text/plain body with 400 invalid_request', async () => {
+    it('refuses a text/plain body with 415 invalid_request', async () => {
       const response = await postForm(app, '/sso/token', `grant_type=authorization_code&code=x`, { 'content-type': 'text/plain' });
-      expectOAuthError(response, 400, 'invalid_request');
+      expectOAuthError(response, 415, 'invalid_request');
     });
 
     it('refuses a request without a body with 400 invalid_request', async () => {

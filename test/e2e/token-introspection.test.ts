@@ -172,12 +172,12 @@ describe('token introspection and revocation', () => {
       expectOAuthError(await postForm(app, '/sso/introspect', credentials(client)), 400, 'invalid_request');
     });
 
-    it('refuses a JSON body with 400 invalid_request', async () => {
+    it('refuses a JSON body with 415 invalid_request', async () => {
       const { access_token } = await tokens();
       const response = await postForm(app, '/sso/introspect', JSON.stringify({ token: access_token, ...credentials(client) }), {
         'content-type': 'application/json',
       });
-      expectOAuthError(response, 400, 'invalid_request');
+      expectOAuthError(response, 415, 'invalid_request');
     });
   });
 

@@ -57,14 +57,23 @@ export function sendHtmlPage(request: FastifyRequest, reply: FastifyReply, page:
   // Chrome applies form-action to the redirect that follows a POST, so a device's origin is allowed too.
   const formAction = ["'self'", page.formTargetOrigin].filter(Boolean).join(' ');
   const cookie = csrfCookie(request, csrf.pagePath);
+  void reply.setCookie(cookie.name, csrf.token, { path: cookie.path, secure: cookie.secure, httpOnly: true, sameSite: 'strict' });
+  sendPage(reply, page.status, page.html, formAction);
+}
+
+/** Sends a page without a form (no CSRF cookie), with the same headers. */
+export function sendPlainPage(reply: FastifyReply, status: number, html: string): void {
+  sendPage(reply, status, html, "'none'");
+}
+
+function sendPage(reply: FastifyReply, status: number, html: string, formAction: string): void {
   void reply
     .header('Cache-Control', 'no-store')
     .header('Referrer-Policy', 'no-referrer')
-    .setCookie(cookie.name, csrf.token, { path: cookie.path, secure: cookie.secure, httpOnly: true, sameSite: 'strict' })
     .header('Content-Security-Policy', `default-src 'none'; style-src ${STYLE_HASH}; form-action ${formAction}; frame-ancestors 'none'; base-uri 'none'`)
     .header('X-Frame-Options', 'DENY')
     .header('X-Content-Type-Options', 'nosniff')
     .type('text/html; charset=utf-8')
-    .status(page.status)
-    .send(page.html);
+    .status(status)
+    .send(html);
 }

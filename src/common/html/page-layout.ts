@@ -20,6 +20,7 @@ button.secondary { margin-top: .75rem; background: transparent; color: var(--acc
 input.code { font-size: 1.5rem; letter-spacing: .15em; text-transform: uppercase; }
 p.code { font-size: 1.75rem; text-align: center; padding: .5rem; border: 1px dashed #8a8a8a; border-radius: .375rem; }
 .hint { color: var(--muted); font-size: .875rem; margin-top: .25rem; }
+.address { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; overflow-wrap: anywhere; }
 ul.scopes { margin: 0 0 1rem; padding-left: 1.25rem; }
 @media (prefers-color-scheme: dark) { :root { --accent: #5ea8ff; --error: #ff8a80; --muted: #b0b4ba; } button { color: #000; } button.secondary { color: var(--accent); } }
 `;

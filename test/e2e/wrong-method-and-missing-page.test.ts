@@ -1,0 +1,82 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp } from '../setup/test-app.js';
+import { launchChromium } from '../setup/chromium.js';
+
+/** What a browser sends when the address bar asks for a page. */
+const BROWSER_ACCEPT = 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8';
+
+describe('a wrong method, a wrong media type and a mistyped address', () => {
+  let app: TestApp;
+  beforeAll(async () => {
+    app = await startTestApp();
+  });
+  afterAll(() => app.close());
+
+  it.each([
+    ['GET', '/sso/token', 'POST'],
+    ['PUT', '/sso/token', 'POST'],
+    ['GET', '/sso/device_authorization', 'POST'],
+    ['DELETE', '/public/api/oauth2/token', 'POST'],
+  ])('answers %s %s with 405, Allow and an RFC 6749 body', async (method, path, allow) => {
+    const response = await fetch(`${app.baseUrl}${path}`, { method });
+    expect(response.status).toBe(405);
+    expect(response.headers.get('allow')).toBe(allow);
+    expect(response.headers.get('cache-control')).toBe('no-store');
+    expect(await response.json()).toEqual({ error: 'invalid_request', error_description: `method not allowed at this endpoint: use ${allow}` });
+  });
+
+  it('answers a wrong method on another route with 405, Allow (GET with HEAD) and the service format', async () => {
+    const response = await fetch(`${app.baseUrl}/health/live`, { method: 'DELETE' });
+    expect(response.status).toBe(405);
+    expect(response.headers.get('allow')).toBe('GET, HEAD');
+    expect(await response.json()).toEqual({ message: 'DELETE is not allowed at /health/live: use GET or HEAD', correlationId: response.headers.get('x-request-id') });
+  });
+
+  it('names every method a path with parameters has', async () => {
+    const response = await fetch(`${app.baseUrl}/external/oauth2helper/config/some-client`, { method: 'PATCH' });
+    expect(response.status).toBe(405);
+    expect(response.headers.get('allow')).toBe('POST');
+  });
+
+  it('keeps 404 for an address no method has', async () => {
+    const response = await fetch(`${app.baseUrl}/sso/tokens`, { method: 'POST' });
+    expect(response.status).toBe(404);
+    expect(response.headers.get('allow')).toBeNull();
+  });
+
+  it.each([
+    ['JSON', 'application/json', '{"grant_type":"client_credentials"}'],
+    ['text', 'text/plain', 'grant_type=client_credentials'],
+  ])('answers %s sent to an OAuth form route with 415, as documented', async (_kind, contentType, body) => {
+    for (const path of ['/sso/token', '/public/api/oauth2/token', '/sso/device_authorization', '/sso/introspect', '/sso/revoke']) {
+      const response = await fetch(`${app.baseUrl}${path}`, { method: 'POST', headers: { 'content-type': contentType }, body });
+      expect(response.status, path).toBe(415);
+      expect(await response.json(), path).toEqual({ error: 'invalid_request', error_description: 'unsupported content type: send application/x-www-form-urlencoded' });
+    }
+  });
+
+  it('shows a browser an HTML page for a mistyped address, and keeps JSON for API clients', async () => {
+    const page = await fetch(`${app.baseUrl}/sso/devcie?user_code=ABCD-EFGH`, { headers: { accept: BROWSER_ACCEPT } });
+    expect(page.status).toBe(404);
+    expect(page.headers.get('content-type')).toBe('text/html; charset=utf-8');
+    expect(page.headers.get('content-security-policy')).toContain("default-src 'none'");
+    const html = await page.text();
+    expect(html).toContain('<h1>Page not found</h1>');
+    expect(html).not.toContain('ABCD-EFGH');
+    const api = await fetch(`${app.baseUrl}/sso/devcie`, { headers: { accept: 'application/json' } });
+    expect(api.headers.get('content-type')).toContain('application/json');
+  });
+
+  it('renders the missing page readably in Chromium', async () => {
+    const browser = await launchChromium();
+    try {
+      const page = await browser.newPage();
+      const response = await page.goto(`${app.baseUrl}/sso/sign-in`);
+      expect(response?.status()).toBe(404);
+      expect(await page.locator('h1').textContent()).toBe('Page not found');
+      expect(await page.locator('main p').first().textContent()).toContain('/sso/sign-in');
+    } finally {
+      await browser.close();
+    }
+  });
+});
