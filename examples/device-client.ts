@@ -1,15 +1,16 @@
 /**
- * Example device: signs a user in through the voyage-connect helper (seed 000) and keeps a fresh
- * access token, or through the standard device flow (RFC 8628). Needs only Node 20 (fetch, http,
- * crypto), and the qrcode package for the device flow's QR code (loaded only in that mode): to copy
- * into a device's code base.
+ * Example device: signs a user in through the voyage-connect helper flow and keeps a fresh access
+ * token, or through the standard device flow (RFC 8628). Needs only Node (fetch, http, crypto),
+ * and the qrcode package for the device flow's QR code (loaded only in that mode): to copy into a
+ * device's code base.
  *
- *   CLIENT_ID=… CLIENT_SECRET=… npx tsx examples/device-client.ts [--redirect] [--scope …] [--api http://localhost:3000]
- *   CLIENT_ID=… CLIENT_SECRET=… npx tsx examples/device-client.ts --device-flow [--scope …] [--api http://localhost:3000]
+ *   CLIENT_ID=… CLIENT_SECRET=… npm run example:device -- [--redirect] [--scope …] [--api URL]
+ *   CLIENT_ID=… CLIENT_SECRET=… npm run example:device -- --device-flow [--scope …] [--api URL]
  *
  * Without --redirect it polls code_url every 5 s (the polling flow). With --redirect it listens on
  * 127.0.0.1 and receives the code at its own callback URL (the client must have a matching
- * redirect pattern, e.g. http://127.0.0.0/8:*\/callback). It always uses PKCE (S256).
+ * redirect pattern, e.g. http://127.0.0.0/8:*\/callback), where the browser is shown a page
+ * saying the device is signed in, for as long as the example runs. It always uses PKCE (S256).
  *
  * With --device-flow (the client must have the urn:ietf:params:oauth:grant-type:device_code grant)
  * it shows the address, the user code and a QR code for the user to approve on a phone or
@@ -18,7 +19,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
-import { parseArgs } from 'node:util';
+import { parseArgs, stripVTControlCharacters } from 'node:util';
 
 interface HelperConfig {
   authorize_url: string;
@@ -54,19 +55,32 @@ const DEVICE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
 const SLOW_DOWN_STEP_MS = 5_000;
 const EXPIRED = 'The code expired before it was approved: run again for a new one.';
 
-const { values: options } = parseArgs({
-  options: {
-    // The service's address: as its own settings name it when run beside it (API_URL, PORT).
-    api: { type: 'string', default: process.env.VOYAGE_API_URL ?? process.env.API_URL ?? `http://localhost:${process.env.PORT ?? 3000}` },
-    redirect: { type: 'boolean', default: false },
-    'device-flow': { type: 'boolean', default: false },
-    scope: { type: 'string' },
-    // Refresh when the access token has this many seconds left.
-    'refresh-margin': { type: 'string', default: '60' },
-    // Stop after the first refresh (for demos and tests); otherwise keep refreshing forever.
-    once: { type: 'boolean', default: false },
-  },
-});
+const USAGE = `Usage: npm run example:device -- [--redirect | --device-flow] [options]
+
+Signs a user in as a device would, and shows the access token it gets.
+
+  (no flow option)        the helper flow: prints a sign-in address, then polls for the code
+  --redirect              the helper flow with a callback: receives the code at its own
+                          http://127.0.0.1:<port>/callback (the client needs a redirect pattern
+                          such as 'http://127.0.0.0/8:*/callback')
+  --device-flow           the device flow (RFC 8628): shows a code and a QR code to approve on a
+                          phone, waits for the approval and exits
+  --scope SCOPES          the scopes to ask for, space-separated
+  --api URL               the service's address (default: API_URL, else http://localhost:$PORT,
+                          else http://localhost:3000)
+  --refresh-margin S      refresh the access token when it has S seconds left (default 60)
+  --once                  stop after the first refresh
+  -h, --help              show this help
+
+Environment: CLIENT_ID and CLIENT_SECRET, as printed by
+  npm run cli -- client:create --name my-device
+`;
+
+const options = parseOptions();
+if (options.help) {
+  process.stdout.write(USAGE);
+  process.exit(0);
+}
 
 if (options['device-flow'] && options.redirect) {
   console.error('--device-flow and --redirect are two different flows: choose one.');
@@ -90,7 +104,6 @@ async function main() {
 
   log(`Open this address in a browser and sign in:\n\n  ${config.authorize_url}\n`);
   const code = callback ? await callback.code : await pollForCode(config.code_url);
-  callback?.close();
   log('Signed in: exchanging the code for tokens.');
 
   let tokens = await requestTokens(config.accesstoken_request_url, { grant_type: 'authorization_code', code, code_verifier: verifier, ...(options.scope ? { scope: options.scope } : {}) });
@@ -106,7 +119,7 @@ async function main() {
   }
 }
 
-/** Endpoint 2: 404 until the user has signed in, 200 with the code once, 429 when too fast. */
+/** The helper flow's code poll (code_url): 404 until the user has signed in, 200 with the code once, 429 when too fast. */
 async function pollForCode(codeUrl: string): Promise<string> {
   for (;;) {
     const response = await request(codeUrl);
@@ -129,7 +142,9 @@ async function deviceFlow() {
   log(`On a phone or computer, open this address:\n\n  ${authorization.verification_uri}\n\nand enter the code:\n\n  ${authorization.user_code}\n`);
   if (authorization.verification_uri_complete) {
     const { default: QRCode } = await import('qrcode');
-    const qr = await QRCode.toString(authorization.verification_uri_complete, { type: 'terminal', small: true });
+    const drawing = await QRCode.toString(authorization.verification_uri_complete, { type: 'terminal', small: true });
+    // Its black-on-white colours are terminal escapes: only a terminal shows them; a file or a pipe gets the blocks alone.
+    const qr = process.stdout.isTTY ? drawing : stripVTControlCharacters(drawing);
     log(`Or scan this QR code (it brings the code along):\n\n${qr}`);
   }
   const tokens = await pollForDeviceTokens(authorization);
@@ -168,23 +183,61 @@ function oauthError(body: string): string | undefined {
   }
 }
 
-/** A tiny listener on the loopback address: the browser brings the code to it after sign-in. */
+/**
+ * A tiny listener on the loopback address: the browser brings the code to it after sign-in. It
+ * answers the browser with a page for as long as the example runs (a refresh brings the same code
+ * again, which is not used twice), without keeping the example running.
+ */
 async function startCallbackListener() {
   let deliver: (code: string) => void;
   const code = new Promise<string>((resolve) => (deliver = resolve));
   const server = createServer((request, response) => {
     const url = new URL(request.url ?? '/', 'http://127.0.0.1');
     const received = url.pathname === '/callback' ? url.searchParams.get('code') : null;
-    response.writeHead(received ? 200 : 404, { 'content-type': 'text/plain; charset=utf-8' });
-    response.end(received ? 'Signed in. You can close this window.' : 'Not found');
-    if (received) deliver(received);
+    // Connection: close, so that no idle browser connection keeps the example running once it is done.
+    response.writeHead(received ? 200 : 404, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store', connection: 'close' });
+    response.end(
+      received
+        ? callbackPage('Your device is signed in', 'You can close this window: the device carries on by itself.')
+        : callbackPage('Nothing here', 'This address only receives sign-ins for the device.'),
+    );
+    if (!received) return;
+    deliver(received);
+    // Still answering, but no longer what keeps the example running.
+    server.unref();
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as { port: number };
-  return { url: `http://127.0.0.1:${port}/callback`, code, close: () => server.close() };
+  return { url: `http://127.0.0.1:${port}/callback`, code };
 }
 
-/** Endpoint 3 with client_secret_post, as the seed describes. */
+/** A page in the look of the service's own pages (src/common/html/page-layout.ts), readable on a phone. */
+function callbackPage(title: string, message: string): string {
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${title}</title>
+<style>
+:root { color-scheme: light dark; }
+body { margin: 0; font: 16px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; display: grid; place-items: center; min-height: 100vh; padding: 1rem; box-sizing: border-box; }
+main { width: 100%; max-width: 24rem; }
+h1 { font-size: 1.5rem; margin: 0 0 .25rem; }
+p { margin: 0 0 1rem; }
+</style>
+</head>
+<body>
+<main>
+<h1>${title}</h1>
+<p>${message}</p>
+</main>
+</body>
+</html>
+`;
+}
+
+/** The token request at accesstoken_request_url, authenticated with client_secret_post. */
 async function requestTokens(tokenUrl: string, grant: Record<string, string>): Promise<TokenResponse> {
   return json<TokenResponse>(await postWithClient(tokenUrl, grant), 'token request');
 }
@@ -227,6 +280,29 @@ function required(name: string): string {
     process.exit(2);
   }
   return value;
+}
+
+/** The command line, or one line naming what is wrong with it (parseArgs' own error is a stack). */
+function parseOptions() {
+  try {
+    return parseArgs({
+      options: {
+        // The service's address: as its own settings name it when run beside it (API_URL, PORT).
+        api: { type: 'string', default: process.env.VOYAGE_API_URL ?? process.env.API_URL ?? `http://localhost:${process.env.PORT ?? 3000}` },
+        redirect: { type: 'boolean', default: false },
+        'device-flow': { type: 'boolean', default: false },
+        scope: { type: 'string' },
+        // Refresh when the access token has this many seconds left.
+        'refresh-margin': { type: 'string', default: '60' },
+        // Stop after the first refresh (for demos and tests); otherwise keep refreshing forever.
+        once: { type: 'boolean', default: false },
+        help: { type: 'boolean', short: 'h', default: false },
+      },
+    }).values;
+  } catch (error) {
+    console.error(`${(error as Error).message.replace(/\.?$/, '.')} See: npm run example:device -- --help`);
+    process.exit(2);
+  }
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

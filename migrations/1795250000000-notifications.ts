@@ -1,7 +1,7 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
- * Report notifications (seed 001): the table is the truth every instance reads; `seq` is the
+ * Report notifications: the table is the truth every instance reads; `seq` is the
  * publish order; one row per (recipient, correlation id, status). A cursor per recipient remembers
  * what was pushed, so a reconnect replays only what is missing.
  */

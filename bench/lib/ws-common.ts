@@ -22,7 +22,7 @@ export interface PushFixtures {
   connsPerSubscriber: number;
 }
 
-/** A report-ready notification with the seed's fields in its order, as the publish route stores them. */
+/** A report-ready notification with the notification's fields in their documented order, as the publish route stores them. */
 export function benchNotification(correlationId: string, origin: string, stamp = new Date().toISOString()) {
   return {
     correlationId,

@@ -72,7 +72,7 @@ export async function clientTokens(base: string, clients: Client[], parallel = 1
 
 /**
  * Stores `count` notifications for `recipient` as if published while it was offline (no NOTIFY:
- * nobody listens). Payloads are what the publish route stores (the seed's fields, in its order);
+ * nobody listens). Payloads are what the publish route stores (the notification's fields, in their documented order);
  * `origin` carries the index ("replay-<i>") so the receiver can check order and completeness.
  * A VACUUM ANALYZE afterwards, so autovacuum does not start on the fresh rows during the replay.
  */

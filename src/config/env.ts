@@ -30,7 +30,7 @@ const httpUrl = { require_tld: false, require_protocol: true, protocols: ['http'
 /** The application's folder: this file is src/config/env.ts, or dist/config/env.js once built. */
 const APP_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
-/** Seed 000: "expires_in ... 3600 in all responses" of /sso/token. */
+/** The helper flow's token responses at /sso/token: expires_in is 3600 in all of them. */
 export const USER_ACCESS_TOKEN_TTL = 3600;
 
 /** Seconds resource servers may keep the JWKS (its Cache-Control max-age): how long a new signing key waits, by default, before it signs. */
@@ -146,7 +146,7 @@ export class Env {
   @Min(60) @Max(86400) @IsInt()
   STATE_TTL: number = 600;
 
-  /** Seconds an authorization code stays valid (seed 000: 30 to 60). */
+  /** Seconds an authorization code stays valid (the helper flow allows 30 to 60). */
   @Min(30) @Max(60) @IsInt()
   AUTH_CODE_TTL: number = 60;
 

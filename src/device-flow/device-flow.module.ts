@@ -9,7 +9,7 @@ import { DeviceVerificationService } from './device-verification.service.js';
 import { UserCodeThrottle } from './user-code-throttle.service.js';
 
 /**
- * The standard device authorization grant (RFC 8628), beside the seed's helper: the device
+ * The standard device authorization grant (RFC 8628), beside the helper flow: the device
  * authorization endpoint and the verification page. Its tokens come from /sso/token, whose
  * device grant lives with the other grants.
  */

@@ -1,6 +1,6 @@
 import { ApiProperty } from '@nestjs/swagger';
 
-/** Seed 001 health response. */
+/** The health response the notification service defines. */
 export class HealthResponseDto {
   @ApiProperty({ enum: ['up', 'down'] })
   status: 'up' | 'down';

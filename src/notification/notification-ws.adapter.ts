@@ -8,7 +8,7 @@ import { answerOverHttp, asksForWebSocket } from '../common/http/upgrade-fallbac
 import type { AccessTokenClaims } from '../token/access-tokens.service.js';
 import type { UpgradeDecision } from './stream-authorizer.js';
 
-/** RFC 6455 §7.4.1 "going away": the seed's "server is shutting down, reconnect". */
+/** RFC 6455 §7.4.1 "going away": the stream's "server is shutting down, reconnect". */
 export const GOING_AWAY = 1001;
 const CLOSE_HANDSHAKE_MS = 1_000;
 

@@ -11,7 +11,7 @@ import { tokenOfUpgrade } from './notification-ws.adapter.js';
 import { StreamAuthorizer } from './stream-authorizer.js';
 import { CLOSE_REVOKED } from './stream-revocations.js';
 
-/** Seed 001 close codes. */
+/** The notification stream's close codes. */
 export const CLOSE_AT_CAPACITY = 1008;
 export const CLOSE_TOKEN_EXPIRED = 4003;
 /** RFC 6455 §7.4.1 "try again later": the delivery could not be started (the database is away or busy, or it took too long). */

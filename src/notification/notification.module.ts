@@ -18,7 +18,7 @@ import { NotificationGateway } from './notification.gateway.js';
 import { StreamAuthorizer } from './stream-authorizer.js';
 import { StreamRevocations } from './stream-revocations.js';
 
-/** Seed 001: publish, store, and push report notifications over the WebSocket stream. */
+/** The notification service: publish, store, and push report notifications over the WebSocket stream. */
 @Module({
   imports: [ClientsModule, KeysModule, TokenModule, HealthModule, TerminusModule, NotificationPublishingModule],
   controllers: [NotificationController],

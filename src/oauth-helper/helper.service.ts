@@ -12,7 +12,7 @@ import { ApprovedStates } from './approved-states.js';
 import { PollLimiter } from './poll-limiter.js';
 import { InvalidState, StateTokens } from './state-tokens.service.js';
 
-/** Seed 000's helper configuration, plus two fields its clients ignore and newer ones can use. */
+/** The helper flow's configuration, plus two fields its clients ignore and newer ones can use. */
 export interface HelperConfig {
   authorize_url: string;
   code_url: string;
@@ -26,7 +26,7 @@ export interface HelperConfig {
 /** The answer while no code is waiting: the usual outcome of a poll, so it is a value, not an exception. */
 export const NO_CODE = Object.freeze({ error: 'not_found', error_description: 'no authorization code is available for this state' });
 
-/** Seed 000 endpoints 1 and 2: hand out sign-in links, and their codes to polling devices. */
+/** The helper's configuration and code poll: hand out sign-in links, and their codes to polling devices. */
 @Injectable()
 export class HelperService {
   private readonly polls: PollLimiter;
@@ -74,7 +74,7 @@ export class HelperService {
       stateId = (await this.states.verify(params.get('state'), clientId)).jti;
     } catch (error) {
       if (!(error instanceof InvalidState)) throw error;
-      // The seed's 404 for an unknown provider wins over the state's 400.
+      // The helper flow's 404 for an unknown provider wins over the state's 400.
       if (!(await this.clients.findEnabled(clientId))) return null;
       throw invalidRequest(error.message);
     }

@@ -11,7 +11,7 @@ import { LoginAttempts } from './login-attempts.service.js';
 import { LoginService } from './login.service.js';
 import { StateTokens } from './state-tokens.service.js';
 
-/** Seed 000's helper: sign-in links for devices, the login page, and code pick-up. */
+/** The device authorization helper: sign-in links for devices, the login page, and code pick-up. */
 @Module({
   imports: [ClientsModule, KeysModule, TokenModule, UsersModule],
   controllers: [HelperController, AuthorizeController],

@@ -7,7 +7,7 @@ import { AccessTokens } from './access-tokens.service.js';
 import { RefreshTokensRepository } from './refresh-tokens.repository.js';
 
 /**
- * A token response of a user's grant. The helper's grants answer as seed 000 does (`scope: null`
+ * A token response of a user's grant. The helper flow's grants answer as it defines (`scope: null`
  * when the request carried none, always a refresh token); a grant the device flow began follows
  * RFC 6749 §5.1 (no scope without one) and has a refresh token only for a client registered with
  * the refresh_token grant.
@@ -20,7 +20,7 @@ export interface UserTokenResponse {
   refresh_token?: string;
 }
 
-/** Which sign-in began a grant: the seed's helper, or the standard device flow (RFC 8628). */
+/** Which sign-in began a grant: the helper flow, or the standard device flow (RFC 8628). */
 export type GrantFlow = 'helper' | 'device';
 
 export interface UserGrant {

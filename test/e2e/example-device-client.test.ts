@@ -1,17 +1,20 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
+import { stripVTControlCharacters } from 'node:util';
+import type { Browser } from 'playwright-core';
 import QRCode from 'qrcode';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { DEVICE_GRANT, verifyDevice } from '../factories/device-flow.factory.js';
 import { createClient, createUser, type TestClient } from '../factories/oauth.factory.js';
 import { type PortalUser, userId } from '../factories/token-flow.factory.js';
 import { signIn } from '../setup/browserless-login.js';
+import { launchChromium } from '../setup/chromium.js';
 import { query } from '../setup/database.js';
 import { freePort } from '../setup/free-port.js';
+import { runToEnd, TSX } from '../setup/run-example.js';
 import { startTestApp, type TestApp } from '../setup/test-app.js';
 
-const TSX = fileURLToPath(new URL('../../node_modules/.bin/tsx', import.meta.url));
 const EXAMPLE = fileURLToPath(new URL('../../examples/device-client.ts', import.meta.url));
 
 /** Runs examples/device-client.ts until it has exchanged a code and refreshed once. */
@@ -127,6 +130,78 @@ describe('examples/device-client.ts', () => {
   });
 });
 
+describe('examples/device-client.ts at the command line', () => {
+  it('explains itself with --help, without a service or a client, and exits 0', async () => {
+    const { code, stdout, stderr } = await runToEnd(EXAMPLE, ['--help']);
+    expect(code).toBe(0);
+    expect(stderr).toBe('');
+    expect(stdout).toMatch(/^Usage: npm run example:device -- /);
+    for (const option of ['--redirect', '--device-flow', '--scope', '--api', '--refresh-margin', '--once', '--help']) expect(stdout).toContain(option);
+    expect(stdout).toContain('CLIENT_ID');
+  });
+
+  it('refuses an unknown option in one line that points to --help, without a stack', async () => {
+    const { code, stdout, stderr } = await runToEnd(EXAMPLE, ['--scopes', 'x'], { CLIENT_ID: 'x', CLIENT_SECRET: 'y' });
+    expect(code).toBe(2);
+    expect(stdout).toBe('');
+    expect(stderr).toBe("Unknown option '--scopes'. See: npm run example:device -- --help\n");
+  });
+});
+
+describe('examples/device-client.ts --redirect in a real browser', () => {
+  let app: TestApp;
+  let browser: Browser;
+  beforeAll(async () => {
+    app = await startTestApp();
+    browser = await launchChromium();
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await app?.close();
+  });
+
+  it("shows a page in the service's look at its callback after sign-in, readable on a phone, and again on a refresh", async () => {
+    const client = await createClient(app, { redirectPatterns: ['http://127.0.0.0/8:*/callback'] });
+    const user = await createUser(app);
+    // Without --once: the example keeps running (and its callback answering) until it is stopped.
+    const child = spawn(TSX, [EXAMPLE, '--api', app.baseUrl, '--redirect'], { env: { PATH: process.env.PATH, CLIENT_ID: client.id, CLIENT_SECRET: client.secret } });
+    onTestFinished(() => void child.kill());
+    let output = '';
+    child.stdout.on('data', (chunk) => (output += chunk));
+    child.stderr.on('data', (chunk) => (output += chunk));
+    await expect.poll(() => /http:\/\/\S+\/sso\/authorize\?\S+/.exec(output)?.[0], { timeout: 10_000 }).toBeDefined();
+    const authorizeUrl = /http:\/\/\S+\/sso\/authorize\?\S+/.exec(output)![0];
+
+    const context = await browser.newContext({ javaScriptEnabled: false, viewport: { width: 390, height: 844 } });
+    onTestFinished(() => context.close());
+    const page = await context.newPage();
+    await page.goto(authorizeUrl);
+    await page.getByLabel('Username').fill(user.username);
+    await page.getByLabel('Password').fill(user.password);
+    await Promise.all([page.waitForURL('http://127.0.0.1:*/callback?**'), page.getByRole('button', { name: 'Sign in' }).click()]);
+
+    const looksLikeTheService = async () => {
+      expect(await page.getByRole('heading').textContent()).toBe('Your device is signed in');
+      expect(await page.locator('main p').first().textContent()).toBe('You can close this window: the device carries on by itself.');
+      expect(await page.locator('meta[name="viewport"]').getAttribute('content')).toBe('width=device-width, initial-scale=1');
+      // The service's pages' type and column, not the browser's default serif across the whole width.
+      expect(await page.evaluate<string>('getComputedStyle(document.body).fontFamily')).toContain('system-ui');
+      expect((await page.locator('main').boundingBox())!.width).toBeLessThanOrEqual(384);
+    };
+    await looksLikeTheService();
+    await page.screenshot({ path: 'test-results/example-callback-390.png' });
+    await expect.poll(() => output, { timeout: 10_000 }).toContain('Access token for');
+
+    const again = await page.reload();
+    expect(again!.status()).toBe(200);
+    await looksLikeTheService();
+    // The refresh brought the same code again: the example signed in once.
+    expect(output.split('Signed in: exchanging the code for tokens.')).toHaveLength(2);
+    await page.setViewportSize({ width: 1280, height: 800 });
+    await page.screenshot({ path: 'test-results/example-callback-1280.png' });
+  }, 30_000);
+});
+
 describe('examples/device-client.ts --device-flow', () => {
   let app: TestApp;
   let client: TestClient;
@@ -152,7 +227,9 @@ describe('examples/device-client.ts --device-flow', () => {
     // The QR code is the terminal block drawing of verification_uri_complete, code included.
     const qr = await QRCode.toString(`${app.baseUrl}/sso/device?user_code=${userCode}`, { type: 'terminal', small: true });
     expect(qr).toMatch(/[▀▄█]/);
-    expect(stdout).toContain(qr);
+    // Piped, not a terminal: the drawing without the terminal's colour escapes.
+    expect(stdout).toContain(stripVTControlCharacters(qr));
+    expect(stdout).not.toContain('\x1b');
     expect(stdout).toMatch(new RegExp(`Approved\\.\\nAccess token for ${await userId(app, user)} \\(scope voyages:read\\), expires in 3600 s: \\S{12}…\\n`));
     // Kept to the service's 1 s interval to the end: never too fast for it.
     expect(example.polls.map((poll) => poll.outcome)).toEqual(example.polls.map(() => 'authorization_pending'));

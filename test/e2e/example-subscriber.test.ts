@@ -4,9 +4,9 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient, type TestClient } from '../factories/oauth.factory.js';
 import { freePort } from '../setup/free-port.js';
+import { runToEnd, TSX } from '../setup/run-example.js';
 import { startTestApp, type TestApp } from '../setup/test-app.js';
 
-const TSX = fileURLToPath(new URL('../../node_modules/.bin/tsx', import.meta.url));
 const EXAMPLE = fileURLToPath(new URL('../../examples/notification-subscriber.ts', import.meta.url));
 
 async function token(app: TestApp, client: TestClient, scope?: string): Promise<string> {
@@ -103,5 +103,23 @@ describe('examples/notification-subscriber.ts', () => {
     } finally {
       child.kill();
     }
+  });
+});
+
+describe('examples/notification-subscriber.ts at the command line', () => {
+  it('explains itself with --help, without a service or a client, and exits 0', async () => {
+    const { code, stdout, stderr } = await runToEnd(EXAMPLE, ['--help']);
+    expect(code).toBe(0);
+    expect(stderr).toBe('');
+    expect(stdout).toMatch(/^Usage: npm run example:subscriber -- /);
+    for (const option of ['--api', '--identity', '--ws', '--scope', '--reconnect-delay', '--help']) expect(stdout).toContain(option);
+    expect(stdout).toContain('CLIENT_ID');
+  });
+
+  it('refuses an unknown option in one line that points to --help, without a stack', async () => {
+    const { code, stdout, stderr } = await runToEnd(EXAMPLE, ['--reconnect', '1'], { CLIENT_ID: 'x', CLIENT_SECRET: 'y' });
+    expect(code).toBe(2);
+    expect(stdout).toBe('');
+    expect(stderr).toBe("Unknown option '--reconnect'. See: npm run example:subscriber -- --help\n");
   });
 });

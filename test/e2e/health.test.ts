@@ -18,7 +18,7 @@ describe('GET /health', () => {
   });
   afterAll(() => app.close());
 
-  it('answers 200 with the seed body when PostgreSQL answers', async () => {
+  it('answers 200 with the documented body when PostgreSQL answers', async () => {
     const { status, body } = await health(app);
     expect(status).toBe(200);
     expect(body).toEqual({

@@ -34,7 +34,7 @@ describe('POST /external/oauth2helper/config/{client_id}', () => {
       expect(response.headers.get('cache-control')).toBe('no-store');
       const body = (await response.json()) as HelperConfigResponse;
       expect(Object.keys(body).sort()).toEqual(['accesstoken_request_url', 'authorize_url', 'code_url', 'expires_in', 'interval']);
-      // Additions the seed's clients ignore: the enforced minimum poll interval and the state's lifetime.
+      // Additions older helper clients ignore: the enforced minimum poll interval and the state's lifetime.
       expect(body).toMatchObject({ interval: app.env.CODE_POLL_MIN_INTERVAL, expires_in: app.env.STATE_TTL });
 
       const authorize = new URL(body.authorize_url);

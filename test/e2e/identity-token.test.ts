@@ -27,7 +27,7 @@ function expectOAuthError(response: FormResponse, status: number, error: string)
   expect(response.headers.get('pragma')).toBe('no-cache');
 }
 
-/** Seed 001 token response: exactly these fields (`resource` only when asked for), never cached. */
+/** The notification service's token response: exactly these fields (`resource` only when asked for), never cached. */
 function expectTokenResponse(response: FormResponse, expected: { expiresIn: number; scope: string; resource?: string }): ClientTokenResponse {
   expect({ status: response.status, body: response.body }, response.text).toStrictEqual({
     status: 200,

@@ -106,7 +106,7 @@ describe('batch publishing', () => {
     await sleep(QUIET_MS);
     expect(aliceStream.messages).toEqual(forAlice.map(pushedMessage));
     expect(bobStream.messages).toEqual(forBob.map(pushedMessage));
-    // Exactly the seed fields in seed order, as the single route stores them; the publisher is recorded.
+    // Exactly the notification's fields in their documented order, as the single route stores them; the publisher is recorded.
     const rows = await storedFor(alice.client.id);
     expect(rows.map((row) => row.id)).toEqual(ids.filter((_, index) => bodies[index].recipient === alice.client.id));
     expect(rows.map((row) => row.payload)).toEqual(forAlice.map((body) => JSON.stringify(pushedMessage(body))));

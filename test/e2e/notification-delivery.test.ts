@@ -15,7 +15,7 @@ import { type ServiceProcess, startServiceOn } from '../setup/processes.js';
 import { startTestApp, type TestApp } from '../setup/test-app.js';
 
 /**
- * Delivery of report notifications (seed 001 + CONTRACT "Notification service") seen from real
+ * Delivery of report notifications (the notification service) seen from real
  * `ws` clients: exact payloads, fan-out to every connection of the recipient and to no one else,
  * publish order, replay after a disconnect without repeats, dedupe, retention, several instances
  * on one database, a lost wake-up, a restart of the service and a restart of PostgreSQL.
@@ -26,8 +26,8 @@ import { startTestApp, type TestApp } from '../setup/test-app.js';
 
 const STREAM_PATH = '/voyage/notification/v1/ws/products';
 const PUBLISH_PATH = '/voyage/notification/v1/notifications';
-/** The seed's notification fields, in the seed's order. */
-const SEED_FIELDS = [
+/** The notification's fields, in their documented order. */
+const NOTIFICATION_FIELDS = [
   'correlationId',
   'productName',
   'origin',
@@ -115,7 +115,7 @@ describe('notification delivery over the stream', () => {
     await app?.close();
   });
 
-  it('pushes exactly the seed fields, in seed order, one notification per text message', async () => {
+  it('pushes exactly the notification fields, in their documented order, one notification per text message', async () => {
     const { client, token } = await subscriber();
     const stream = await connect(app.baseUrl, token);
     const first = notification(client.id);
@@ -128,7 +128,7 @@ describe('notification delivery over the stream', () => {
     expect(stream.binary).toBe(0);
     expect(stream.raw).toHaveLength(2);
     expect(stream.messages).toEqual([pushed(first), pushed(second)]);
-    for (const message of stream.messages) expect(Object.keys(message)).toEqual(SEED_FIELDS);
+    for (const message of stream.messages) expect(Object.keys(message)).toEqual(NOTIFICATION_FIELDS);
     expect(stream.raw[0]).not.toContain('recipient');
     expect(stream.raw[0]).not.toContain(client.id);
   });

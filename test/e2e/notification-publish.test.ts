@@ -146,7 +146,7 @@ describe('notification publishing and history', () => {
   });
 
   describe('POST /voyage/notification/v1/notifications', () => {
-    it('answers 202 {id} for a valid notification and stores it: payload exactly the seed fields in seed order, without recipient', async () => {
+    it('answers 202 {id} for a valid notification and stores it: payload exactly the notification fields in their documented order, without recipient', async () => {
       const body = validNotification(alice.id);
       const before = Date.now();
       const response = await publish(app, publishToken, body);
@@ -237,7 +237,7 @@ describe('notification publishing and history', () => {
       const listed = await history(await clientToken(app, listener), since);
       expect({ status: listed.status, body: listed.body }).toStrictEqual({ status: 200, body: [{ ...expected, seq: expect.any(Number) }] });
 
-      // The stream pushes exactly the seed fields too.
+      // The stream pushes exactly the notification's fields too.
       const socket = new WebSocket(`${app.baseUrl.replace('http', 'ws')}/voyage/notification/v1/ws/products`, {
         headers: { authorization: `Bearer ${await clientToken(app, listener)}` },
       });
@@ -575,7 +575,7 @@ describe('notification publishing and history', () => {
       const response = await history(carolToken, start);
       expect({ status: response.status, body: response.body }).toStrictEqual({ status: 200, body: [first, ...later].map((body) => listed(body)) });
       expect(response.headers.get('content-type')).toBe('application/json; charset=utf-8');
-      // Seed order, not alphabetical, and the seq after the seed's fields.
+      // The documented order, not alphabetical, and the seq after the notification's fields.
       expect(Object.keys((response.body as unknown as object[])[0])).toEqual([...Object.keys(pushedMessage(first)), 'seq']);
       // Each seq is the stored one.
       const stored = await rows('recipient = $1', [carol.id]);

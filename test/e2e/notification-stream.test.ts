@@ -18,7 +18,7 @@ import { runCli, type ServiceProcess, spawnService, waitForStatus } from '../set
 import { startTestApp, type TestApp } from '../setup/test-app.js';
 
 /**
- * The notification stream (contract "Notification service", seed 001) with real `ws` clients:
+ * The notification stream (the notification service) with real `ws` clients:
  * what is refused before the upgrade, and every way an open connection ends.
  */
 
@@ -307,7 +307,7 @@ describe('the notification stream', () => {
   });
 
   describe('an open connection', () => {
-    it('receives its notifications as JSON text messages, exactly the seed fields', async () => {
+    it('receives its notifications as JSON text messages, exactly the notification fields', async () => {
       const stream = await connect(app.baseUrl, await clientToken(app, client));
       await expectLive(app, stream, client.id);
     });

@@ -28,9 +28,9 @@ interface RawTokenResponse {
 }
 
 /**
- * Workaround for a deliberate contract decision, not a server bug to fix: seed 000 (and
+ * Workaround for a deliberate contract decision, not a server bug to fix: the helper flow (and
  * CONTRACT.md) require the token response's `scope` to be JSON `null` when the request carried
- * no scope, so clients written for the seed keep working. oauth4webapi, under openid-client,
+ * no scope, so clients written for the helper flow keep working. oauth4webapi, under openid-client,
  * accepts `scope` only as absent or a string (RFC 6749 §5.1 and Appendix A.4: `scope` is a
  * space-delimited list of at least one scope-token) and throws OAUTH_INVALID_RESPONSE
  * '"response" body "scope" property must be a string' otherwise (see the guard test below).
@@ -41,7 +41,7 @@ interface RawTokenResponse {
  * are touched and only `scope: null` is dropped — which is what RFC 6749 §5.1 means anyway: no
  * scope requested, none granted, so `scope` may be omitted. Everything else (status, headers,
  * every other member) reaches openid-client as the server sent it, and the raw body is recorded
- * so the tests still assert the seed's `scope: null`.
+ * so the tests still assert the helper flow's `scope: null`.
  */
 function dropNullScope(config: oidc.Configuration, seen: RawTokenResponse[]): void {
   const tokenEndpoint = new URL(config.serverMetadata().token_endpoint!).href;
@@ -132,7 +132,7 @@ describe('interoperability with openid-client v6', () => {
       expect(tokens.expiresIn()).toBeGreaterThan(3590);
       expect(tokens.refresh_token).toEqual(expect.any(String));
       expect(tokens.scope).toBeUndefined();
-      // What the server sent, untouched: the seed's token response, never cached.
+      // What the server sent, untouched: the helper flow's token response, never cached.
       expect(raw).toHaveLength(1);
       expect(raw[0].body).toEqual({
         access_token: tokens.access_token,
@@ -208,8 +208,8 @@ describe('interoperability with openid-client v6', () => {
     expect(polled.status).toBe(200);
     const { code } = (await polled.json()) as { code: string };
     // authorizationCodeGrant() needs a callback URL and always sends a redirect_uri derived from
-    // it; this code was bound to no redirect URL, so the plain token request (seed 000 endpoint 3
-    // plus RFC 7636 code_verifier) goes through openid-client's generic grant request instead.
+    // it; this code was bound to no redirect URL, so the helper flow's plain token request (plus RFC 7636
+    // code_verifier) goes through openid-client's generic grant request instead.
     const tokens = await oidc.genericGrantRequest(config, 'authorization_code', { code, code_verifier: codeVerifier });
     expect(tokens).toMatchObject({ token_type: 'bearer', expires_in: 3600, refresh_token: expect.any(String) });
     expect(await oidc.tokenIntrospection(config, tokens.access_token)).toMatchObject({ active: true, client_id: client.id });
@@ -239,7 +239,7 @@ describe('interoperability with openid-client v6', () => {
 
   // Guard for the workaround above: the day the contract drops `scope: null`, this fails and the
   // workaround can go.
-  it("is refused by openid-client as is when the seed's token response carries scope: null", async () => {
+  it("is refused by openid-client as is when the helper flow's token response carries scope: null", async () => {
     const client = await createClient(app, { redirectPatterns: [REDIRECT_PATTERN] });
     const config = await discover(app, client, oidc.ClientSecretBasic);
     const { callback, state, codeVerifier } = await authorize(app, client);

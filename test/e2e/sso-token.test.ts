@@ -33,7 +33,7 @@ function expectOAuthError(response: FormResponse, status: number, error: string)
   expect(response.headers.get('pragma')).toBe('no-cache');
 }
 
-/** Seed 000 token response, exactly these five fields, never cached. */
+/** The helper flow's token response, exactly these five fields, never cached. */
 function expectTokenResponse(response: FormResponse, scope: string | null) {
   expect({ status: response.status, body: response.body }).toStrictEqual({
     status: 200,

@@ -5,8 +5,8 @@ import type { TestClient } from './oauth.factory.js';
 export const PUBLISH_SCOPE = 'notification:publish';
 export const SUBSCRIBE_SCOPE = 'notification:subscribe';
 
-/** Seed 001's notification: exactly these fields, in this order (the order they are pushed in). */
-export interface SeedNotification {
+/** A report notification: exactly these fields, in this order (the order they are pushed in). */
+export interface ReportNotification {
   correlationId: string;
   productName: string;
   origin: string;
@@ -19,8 +19,8 @@ export interface SeedNotification {
   creationDate: string;
 }
 
-/** The publish body: the seed fields plus `recipient`. */
-export type PublishBody = SeedNotification & { recipient: string };
+/** The publish body: the notification's fields plus `recipient`. */
+export type PublishBody = ReportNotification & { recipient: string };
 
 /** A valid publish body for `recipient`, fresh ids each call; `overrides` replace fields (field order kept). */
 export function validNotification(recipient: string, overrides: Partial<PublishBody> = {}): PublishBody {
@@ -40,8 +40,8 @@ export function validNotification(recipient: string, overrides: Partial<PublishB
   };
 }
 
-/** What a subscriber receives for `body`: the seed fields in seed order, without `recipient`. */
-export function pushedMessage(body: PublishBody): SeedNotification {
+/** What a subscriber receives for `body`: the notification's fields in their documented order, without `recipient`. */
+export function pushedMessage(body: PublishBody): ReportNotification {
   return {
     correlationId: body.correlationId,
     productName: body.productName,

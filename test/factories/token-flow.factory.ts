@@ -25,7 +25,7 @@ export interface CodeOptions {
   codeChallenge?: string;
 }
 
-/** Seed 000 token response. */
+/** The helper flow's token response. */
 export interface TokenResponse {
   access_token: string;
   expires_in: number;

@@ -11,7 +11,7 @@ const START_DEADLINE_MS = 2_000;
 const DELIVERY_SLACK_MS = 1_000;
 /** What was stored just before a stream opened may have been confirmed by the client's other stream: it is not due on the new one. */
 const OPENING_MARGIN_MS = 1_000;
-/** Close codes the seed's clients answer by reconnecting and resuming from their cursor. */
+/** Close codes clients of the notification service answer by reconnecting and resuming from their cursor. */
 const RECONNECT_CODES = [1001, 1013];
 
 /**

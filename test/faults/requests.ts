@@ -62,7 +62,7 @@ async function timedFetch(log: AttemptLog, route: Route, source: Source, instanc
   return { attempt, text };
 }
 
-/** POST /public/api/oauth2/token with client credentials in the form (as the seed's clients do). */
+/** POST /public/api/oauth2/token with client credentials in the form (as clients of the notification service do). */
 export async function requestToken(log: AttemptLog, source: Source, instance: Instance, client: Credentials, scope?: string) {
   const form: Record<string, string> = { grant_type: 'client_credentials', client_id: client.id, client_secret: client.secret };
   if (scope) form.scope = scope;

@@ -63,7 +63,7 @@ export interface Close {
 let nextSubscriberId = 0;
 
 /**
- * A subscriber like the seed's example clients (examples/notification-subscriber.ts): a fresh
+ * A subscriber like a client of the notification service should (examples/notification-subscriber.ts): a fresh
  * token before every connection, every text message recorded, and after a close a reconnect after
  * the delay plus jitter. It starts at its preferred instance; when a token request or an upgrade
  * there fails it tries the next instance at once (the way a load balancer would route around a

@@ -30,7 +30,7 @@ const BATCH_PATH = `${PATH}/batch`;
 const BATCH = `POST ${BATCH_PATH}`;
 const HISTORY = `GET ${PATH}`;
 
-/** Seed 001's fields plus recipient; `{{uuid}}` is a fresh UUID per request, so a valid body is a new notification. */
+/** The notification's fields plus recipient; `{{uuid}}` is a fresh UUID per request, so a valid body is a new notification. */
 const VALID = {
   recipient: '{{recipient}}',
   correlationId: '{{uuid}}',

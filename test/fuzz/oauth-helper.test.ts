@@ -19,7 +19,7 @@ import {
 import { fuzzFile, TEST_TIMEOUT_MS } from './support/fuzz.js';
 import type { FuzzRequest } from './support/requests.js';
 
-/** The device authorization helper (seed 000 endpoints 1 and 2) under generated input. */
+/** The device authorization helper (its configuration and code poll) under generated input. */
 
 const CONFIG = 'POST /external/oauth2helper/config/:client_id';
 const POLL = 'GET /external/oauth2helper/code/get/:client_id';

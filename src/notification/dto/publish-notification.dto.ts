@@ -4,7 +4,7 @@ import { Transform, Type } from 'class-transformer';
 import { ArrayMaxSize, IsArray, IsNotEmpty, IsString, IsUUID, MaxLength, ValidateBy, ValidateNested } from 'class-validator';
 import { PlainText, StorableText, WellFormedText } from '../../common/validation/storable-text.js';
 
-/** RFC 3339 in UTC or with an offset, with milliseconds, as the seed's samples. */
+/** RFC 3339 in UTC or with an offset, with milliseconds, as the notification service's documented samples. */
 export const RFC3339_MILLIS = /^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])T([01]\d|2[0-3]):[0-5]\d:[0-5]\d\.\d{3}(Z|[+-]([01]\d|2[0-3]):[0-5]\d)$/;
 const timestampMessage = '$property must be an RFC 3339 timestamp with milliseconds, e.g. 2026-11-21T08:30:00.000Z';
 
@@ -43,7 +43,7 @@ export class DeliverableDto {
   productType: string;
 }
 
-/** Seed 001's notification plus `recipient`, the client whose connections receive it. */
+/** A report notification plus `recipient`, the client whose connections receive it. */
 export class PublishNotificationDto {
   @ApiProperty({ description: 'client_id of the receiving client' })
   @IsString()
@@ -118,7 +118,7 @@ export class PublishNotificationDto {
   creationDate: string;
 }
 
-/** The pushed message: exactly the seed's fields, in the seed's order, nothing else. */
+/** The pushed message: exactly the notification's fields, in their documented order, nothing else. */
 export function toPushedMessage(dto: PublishNotificationDto): string {
   return JSON.stringify({
     correlationId: dto.correlationId,

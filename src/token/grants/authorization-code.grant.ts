@@ -90,7 +90,7 @@ function checkBinding(code: { code_challenge: string | null; redirect_url: strin
   if (code.code_challenge && !verifier) return 'code_verifier is required for this code';
   if (code.code_challenge && !verifierMatches(verifier!, code.code_challenge)) return 'code_verifier does not match the code challenge';
   if (!code.code_challenge && verifier) return 'code_verifier was sent but the authorization request had no code_challenge';
-  // The seed's token request has no redirect_uri; when a client sends one it must be the bound one.
+  // The helper flow's token request has no redirect_uri; when a client sends one it must be the bound one.
   if (redirectUri !== undefined && redirectUri !== code.redirect_url) return 'redirect_uri does not match the authorization request';
   return null;
 }

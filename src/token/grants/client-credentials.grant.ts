@@ -7,7 +7,7 @@ import type { OAuthParams } from '../oauth-params.js';
 import { assertScopeAllowed, formatScope, parseScope } from '../scope.js';
 import type { GrantHandler } from './grant-handler.js';
 
-/** Seed 001 token response. */
+/** The notification service's token response. */
 export interface ClientTokenResponse {
   access_token: string;
   expires_in: number;
