@@ -1,6 +1,8 @@
 import { type DynamicModule, Module } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
+import type { Logger } from 'pino';
 import { ClientsModule } from './clients/clients.module.js';
+import { SecurityEventsModule } from './common/logging/security-events.module.js';
 import { ConfigModule } from './config/config.module.js';
 import type { Env } from './config/env.js';
 import { DatabaseModule } from './database/database.module.js';
@@ -17,11 +19,12 @@ import { UsersModule } from './users/users.module.js';
 
 @Module({})
 export class AppModule {
-  static forRoot(env: Env, databaseUrl: string): DynamicModule {
+  static forRoot(env: Env, databaseUrl: string, logger: Logger): DynamicModule {
     return {
       module: AppModule,
       imports: [
         ConfigModule.forRoot(env),
+        SecurityEventsModule.forRoot(logger),
         DatabaseModule.forRoot(databaseUrl),
         MetricsModule,
         ClientsModule,

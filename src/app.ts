@@ -64,7 +64,7 @@ export async function createApp(env: Env, databaseUrl: string, logger: Logger): 
   answerLateRequests(adapter.getInstance(), env.REQUEST_TIMEOUT_MS);
   closeAfterEarlyAnswers(adapter.getInstance());
 
-  const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(env, databaseUrl), adapter, {
+  const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(env, databaseUrl, logger), adapter, {
     logger: new PinoLoggerService(logger),
   });
   app.useBodyParser('application/json', { bodyLimit: BODY_LIMIT }, depthLimitedJsonParser(adapter.getInstance()));

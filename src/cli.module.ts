@@ -1,6 +1,8 @@
 import { type DynamicModule, Module } from '@nestjs/common';
+import type { Logger } from 'pino';
 import { ClientsModule } from './clients/clients.module.js';
 import { ClientCommandsModule } from './clients/commands/client-commands.module.js';
+import { SecurityEventsModule } from './common/logging/security-events.module.js';
 import { ConfigModule } from './config/config.module.js';
 import type { Env } from './config/env.js';
 import { DatabaseModule } from './database/database.module.js';
@@ -24,10 +26,10 @@ import { UsersModule } from './users/users.module.js';
  */
 @Module({})
 export class CliModule {
-  static forRoot(env: Env, databaseUrl: string): DynamicModule {
+  static forRoot(env: Env, databaseUrl: string, logger: Logger): DynamicModule {
     return {
       module: CliModule,
-      imports: [ConfigModule.forRoot(env), DatabaseModule.forRoot(databaseUrl), MetricsModule, ClientCommandsModule, ClientsModule, UsersModule, SignOutsModule, KeysModule, NotificationPublishingModule],
+      imports: [ConfigModule.forRoot(env), SecurityEventsModule.forRoot(logger), DatabaseModule.forRoot(databaseUrl), MetricsModule, ClientCommandsModule, ClientsModule, UsersModule, SignOutsModule, KeysModule, NotificationPublishingModule],
       providers: [
         UserCreateCommand,
         UserListCommand,

@@ -30,13 +30,15 @@ try {
   process.argv[1] = 'voyage-connect';
   const env = loadProcessEnv();
   const logger = createRootLogger({ level: 'warn', destination: 2, pretty: process.stderr.isTTY === true });
+  // What a command changed that the security event log records (a user disabled, a key revoked) is written at info.
+  const securityLog = logger.child({}, { level: 'info' });
   // Which database the command works on, when it is the embedded one (stdout stays one JSON document).
   const database = await openDatabaseServer(env, 'cli', (line) => process.stderr.write(`${line}\n`));
   try {
     const rethrow = (error: Error): never => {
       throw error; // let serviceErrorHandler report it after the app closes cleanly
     };
-    const app = await CommandFactory.createWithoutRunning(CliModule.forRoot(env, database.url), {
+    const app = await CommandFactory.createWithoutRunning(CliModule.forRoot(env, database.url, securityLog), {
       logger: new PinoLoggerService(logger),
       cliName: 'voyage-connect',
       errorHandler: rethrow,

@@ -148,11 +148,18 @@ export class ClientsService {
    * overlap; null otherwise. Both hashes are always compared, so timing tells nothing.
    */
   async authenticate(id: string, secret: string): Promise<ClientEntity | null> {
+    const checked = await this.checkSecret(id, secret);
+    return 'refused' in checked ? null : checked.client;
+  }
+
+  /** As `authenticate`, saying why a client is refused (a deleted client is unknown). */
+  async checkSecret(id: string, secret: string): Promise<{ client: ClientEntity } | { refused: 'unknown_client' | 'wrong_secret' | 'disabled_client' }> {
     const client = await this.clients.findById(id);
-    if (!client) return null;
+    if (!client) return { refused: 'unknown_client' };
     const current = secretMatchesHash(secret, client.secretHash);
     const previous = client.previousSecretHash !== null && secretMatchesHash(secret, client.previousSecretHash) && this.clients.acceptsPreviousSecret(client);
-    return client.enabled && (current || previous) ? client : null;
+    if (!current && !previous) return { refused: 'wrong_secret' };
+    return client.enabled ? { client } : { refused: 'disabled_client' };
   }
 
   private async require(id: string): Promise<ClientEntity> {

@@ -1,5 +1,6 @@
 import { Body, Controller, HttpCode, Post, UseFilters } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { type Requester, RequestedBy } from '../common/http/requester.js';
 import { RequestHeader } from '../common/http/request-header.decorator.js';
 import { NO_STORE_HEADERS } from '../token/api-oauth-error-response.decorator.js';
 import { OAuthExceptionFilter } from '../token/oauth-exception.filter.js';
@@ -21,7 +22,7 @@ export class DeviceAuthorizationController {
   )
   @ApiOperation({ summary: 'Start a device authorization (RFC 8628 §3.1); the client authenticates as at /sso/token' })
   @ApiOkResponse({ type: DeviceAuthorizationResponseDto, headers: NO_STORE_HEADERS })
-  start(@Body() body: unknown, @RequestHeader('authorization') authorization?: string, @RequestHeader('content-type') contentType?: string) {
-    return this.deviceAuthorizations.start(body, authorization, contentType);
+  start(@Body() body: unknown, @RequestedBy() requester: Requester, @RequestHeader('authorization') authorization?: string, @RequestHeader('content-type') contentType?: string) {
+    return this.deviceAuthorizations.start(body, authorization, contentType, requester);
   }
 }

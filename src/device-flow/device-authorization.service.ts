@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import type { Requester } from '../common/http/requester.js';
 import { DEVICE_CODE_GRANT } from '../clients/client.entity.js';
 import { randomToken, sha256 } from '../common/crypto/opaque-token.js';
 import { Env } from '../config/env.js';
@@ -33,9 +34,9 @@ export class DeviceAuthorizationService {
     private readonly env: Env,
   ) {}
 
-  async start(body: unknown, authorization: string | undefined, contentType: string | undefined): Promise<DeviceAuthorizationResponse> {
+  async start(body: unknown, authorization: string | undefined, contentType: string | undefined, requester: Requester): Promise<DeviceAuthorizationResponse> {
     const params = readFormBody(contentType, body);
-    const client = await this.clientAuthentication.authenticate(authorization, params);
+    const client = await this.clientAuthentication.authenticate(authorization, params, requester);
     if (!client.grants.includes(DEVICE_CODE_GRANT)) throw new OAuthError('unauthorized_client', 'this client may not use the device authorization grant');
     const scope = parseScope(params.get('scope'));
     assertScopeAllowed(scope, client.scopes);

@@ -3,6 +3,7 @@ import { ApiBody, ApiConsumes, ApiOperation, ApiQuery, ApiTags } from '@nestjs/s
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { RETRY_AFTER_HEADER } from '../common/errors/api-error-response.decorator.js';
 import { ApiHtmlResponse } from '../common/html/api-html-response.decorator.js';
+import { requesterOf } from '../common/http/requester.js';
 import { csrfCookieValue, newCsrfToken, pageCsrfToken, sendHtmlPage } from '../common/html/html-reply.js';
 import { DeviceVerificationService } from './device-verification.service.js';
 import { DeviceVerificationFormDto } from './dto/device-verification-form.dto.js';
@@ -45,7 +46,7 @@ export class DeviceVerificationController {
   async submit(@Body() body: unknown, @Req() request: FastifyRequest, @Res() reply: FastifyReply) {
     // Every answer carries a fresh token: the next form is rendered with it and the cookie renewed.
     const fresh = newCsrfToken();
-    const outcome = await this.verification.submit(body, { cookie: csrfCookieValue(request, PAGE_PATH), fresh }, request.ip);
+    const outcome = await this.verification.submit(body, { cookie: csrfCookieValue(request, PAGE_PATH), fresh }, requesterOf(request));
     sendHtmlPage(request, reply, outcome, { token: fresh, pagePath: PAGE_PATH });
   }
 }

@@ -3,6 +3,8 @@ import type { ClientEntity } from '../clients/client.entity.js';
 import { ClientsService } from '../clients/clients.service.js';
 import { randomToken, sha256 } from '../common/crypto/opaque-token.js';
 import { csrfMatches, type HtmlPage } from '../common/html/html-reply.js';
+import type { Requester } from '../common/http/requester.js';
+import { SecurityEvents } from '../common/logging/security-events.js';
 import { messagePage } from '../common/html/page-layout.js';
 import { Metrics } from '../metrics/metrics.service.js';
 import { LoginAttempts, signInRefusal } from '../oauth-helper/login-attempts.service.js';
@@ -24,7 +26,7 @@ interface FoundRequest {
 interface Submission {
   params: OAuthParams;
   csrfToken: string;
-  address: string;
+  requester: Requester;
 }
 
 const page = (status: number, html: string, retryAfter?: number): HtmlPage => ({ status, html, retryAfter });
@@ -42,6 +44,7 @@ export class DeviceVerificationService {
     private readonly logins: LoginAttempts,
     private readonly throttle: UserCodeThrottle,
     private readonly metrics: Metrics,
+    private readonly events: SecurityEvents,
   ) {}
 
   /** GET: the code form, pre-filled from `verification_uri_complete`; the user still confirms it. */
@@ -51,7 +54,7 @@ export class DeviceVerificationService {
     return page(200, codeEntryPage({ csrfToken, userCode }));
   }
 
-  async submit(body: unknown, csrf: { cookie?: string; fresh: string }, address: string): Promise<HtmlPage> {
+  async submit(body: unknown, csrf: { cookie?: string; fresh: string }, requester: Requester): Promise<HtmlPage> {
     let params: OAuthParams;
     try {
       params = readOAuthParams(body);
@@ -65,9 +68,9 @@ export class DeviceVerificationService {
     }
     if (typed === undefined) return page(400, codeEntryPage({ csrfToken: csrf.fresh, error: 'Enter the code shown on your device.' }));
 
-    const found = await this.find(typed, address, csrf.fresh);
+    const found = await this.find(typed, requester.address, csrf.fresh);
     if ('html' in found) return found;
-    const submission = { params, csrfToken: csrf.fresh, address };
+    const submission = { params, csrfToken: csrf.fresh, requester };
     // Which form was sent, by its fields as sent: an empty field is absent from `params`.
     const sent = (name: string) => Object.hasOwn(body as object, name);
     if (sent('decision')) return this.decide(found, submission);
@@ -76,11 +79,11 @@ export class DeviceVerificationService {
   }
 
   /** Step 2 done: the approval form, which only this sign-in's value can submit. */
-  private async signIn(found: FoundRequest, { params, csrfToken, address }: Submission): Promise<HtmlPage> {
+  private async signIn(found: FoundRequest, { params, csrfToken, requester }: Submission): Promise<HtmlPage> {
     const username = params.get('username');
     const password = params.get('password');
     if (!username || !password) return page(400, deviceSignInPage({ ...this.view(found, csrfToken), username, error: 'Enter your username and password.' }));
-    const attempt = await this.logins.attempt(username, password, address);
+    const attempt = await this.logins.attempt(username, password, { clientId: found.client.id, requester });
     if (attempt.outcome !== 'signed-in') {
       const refusal = signInRefusal(attempt);
       return page(refusal.status, deviceSignInPage({ ...this.view(found, csrfToken), username, error: refusal.message }), refusal.retryAfter);
@@ -92,15 +95,17 @@ export class DeviceVerificationService {
   }
 
   /** Step 3: approve or deny, once. */
-  private async decide(found: FoundRequest, { params, csrfToken }: Submission): Promise<HtmlPage> {
+  private async decide(found: FoundRequest, { params, csrfToken, requester }: Submission): Promise<HtmlPage> {
     const decision = ({ approve: 'approved', deny: 'denied' } as const)[params.get('decision') as 'approve' | 'deny'];
     const nonce = params.get('approval');
     if (!decision || !nonce) return page(400, deviceSignInPage({ ...this.view(found, csrfToken), error: 'Please sign in again.' }));
-    if (!(await this.deviceCodes.decide(found.userCode, sha256(nonce), decision))) {
+    const decided = await this.deviceCodes.decide(found.userCode, sha256(nonce), decision);
+    if (!decided) {
       // Still pending (it was just found), so this form is not the latest sign-in's.
       return page(403, deviceSignInPage({ ...this.view(found, csrfToken), error: 'This approval form expired. Please sign in again.' }));
     }
     this.metrics.deviceAuthorizations.inc({ event: decision });
+    if (decision === 'denied') this.events.emit('device.denied', { reason: 'user_denied', clientId: found.client.id, userId: decided.userId }, requester);
     return decision === 'approved'
       ? page(200, messagePage('Device connected', `${found.client.name} is connected. Return to your device: it will finish by itself.`))
       : page(200, messagePage('Request denied', `${found.client.name} was not connected. You can close this page.`));

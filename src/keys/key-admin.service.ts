@@ -1,5 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { conflict, notFound } from '../common/errors/app-error.js';
+import { SecurityEvents } from '../common/logging/security-events.js';
 import { Env } from '../config/env.js';
 import type { KeyStore } from './key-store.js';
 import { type KeyView, toKeyView, toNewKeyView } from './key-views.js';
@@ -36,6 +37,7 @@ export class KeyAdminService {
     private readonly vault: PrivateKeyVault,
     private readonly keys: KeysService,
     private readonly env: Env,
+    private readonly events: SecurityEvents,
   ) {}
 
   async list(): Promise<KeyView[]> {
@@ -93,6 +95,7 @@ export class KeyAdminService {
       return { ...revokedView(revoked), already_revoked: false, replaced_by: replacement && toNewKeyView(replacement) };
     });
     this.keys.keyRevoked(kid);
+    this.events.emit('key.revoked', { reason: 'cli', kid, alreadyRevoked: result.already_revoked, replacedBy: result.replaced_by?.kid ?? null });
     return result;
   }
 

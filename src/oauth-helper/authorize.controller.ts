@@ -3,6 +3,7 @@ import { ApiBody, ApiConsumes, ApiOperation, ApiQuery, ApiResponse, ApiTags } fr
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiUnavailableResponse, RETRY_AFTER_HEADER } from '../common/errors/api-error-response.decorator.js';
 import { ApiHtmlResponse } from '../common/html/api-html-response.decorator.js';
+import { requesterOf } from '../common/http/requester.js';
 import { csrfCookieValue, newCsrfToken, pageCsrfToken, sendHtmlPage } from '../common/html/html-reply.js';
 import { LoginFormDto } from './dto/login-form.dto.js';
 import { type AuthorizeOutcome, LoginService } from './login.service.js';
@@ -52,7 +53,7 @@ export class AuthorizeController {
   async submit(@Body() body: unknown, @Req() request: FastifyRequest, @Res() reply: FastifyReply) {
     // A failed attempt gets a fresh token: the form is re-rendered with it and the cookie renewed.
     const fresh = newCsrfToken();
-    send(request, reply, await this.login.submit(body, { cookie: csrfCookieValue(request, PAGE_PATH), fresh }, request.ip), fresh);
+    send(request, reply, await this.login.submit(body, { cookie: csrfCookieValue(request, PAGE_PATH), fresh }, requesterOf(request)), fresh);
   }
 }
 

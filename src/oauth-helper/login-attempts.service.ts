@@ -1,8 +1,10 @@
 import { Injectable } from '@nestjs/common';
+import type { Requester } from '../common/http/requester.js';
+import { SecurityEvents } from '../common/logging/security-events.js';
 import { isPlausibleLogin } from '../users/dto/create-user.dto.js';
 import { PasswordCheckGate } from '../users/password-check-gate.js';
 import type { UserEntity } from '../users/user.entity.js';
-import { UsersService } from '../users/users.service.js';
+import { type Authentication, UsersService } from '../users/users.service.js';
 import { LoginThrottle } from '../users/login-throttle.service.js';
 import { waitInWords } from './wait-in-words.js';
 
@@ -13,6 +15,12 @@ export type LoginAttempt =
   | { outcome: 'throttled'; waitSeconds: number }
   /** Every password check slot is taken: try again shortly. */
   | { outcome: 'busy' };
+
+/** Where an attempt comes from: the client whose sign-in it is, and who sent it. */
+export interface AttemptSource {
+  clientId: string;
+  requester: Requester;
+}
 
 /** What a sign-in form says, and answers, for an attempt that did not sign in. */
 export function signInRefusal(attempt: Exclude<LoginAttempt, { outcome: 'signed-in' }>): { status: number; message: string; retryAfter?: number } {
@@ -37,25 +45,37 @@ export class LoginAttempts {
     private readonly throttle: LoginThrottle,
     private readonly gate: PasswordCheckGate,
     private readonly users: UsersService,
+    private readonly events: SecurityEvents,
   ) {}
 
-  async attempt(username: string, password: string, address: string): Promise<LoginAttempt> {
-    if (!isPlausibleLogin(username, password)) return { outcome: 'wrong' };
-    const keys = { username, address };
+  async attempt(username: string, password: string, { clientId, requester }: AttemptSource): Promise<LoginAttempt> {
+    if (!isPlausibleLogin(username, password)) {
+      const reason = isPlausibleLogin(username, '') ? 'wrong_password' : 'unknown_user';
+      this.events.emit('login.failed', { reason, clientId, username: username.slice(0, 200) }, requester);
+      return { outcome: 'wrong' };
+    }
+    const keys = { username, address: requester.address };
+    const throttled = (waitSeconds: number): LoginAttempt => {
+      this.events.emit('login.throttled', { reason: 'slow_down', clientId, username, waitSeconds }, requester);
+      return { outcome: 'throttled', waitSeconds };
+    };
     const wait = await this.throttle.waitSeconds(keys);
-    if (wait > 0) return { outcome: 'throttled', waitSeconds: wait };
+    if (wait > 0) return throttled(wait);
     const release = this.gate.tryEnter();
     if (!release) return { outcome: 'busy' };
-    let user: UserEntity | null;
+    let checked: Authentication;
     try {
       // Counted before the password is checked, so parallel attempts cannot outrun the count.
-      if (!(await this.throttle.reserve(keys))) return { outcome: 'throttled', waitSeconds: Math.max(1, await this.throttle.waitSeconds(keys)) };
-      user = await this.users.authenticate(username, password);
+      if (!(await this.throttle.reserve(keys))) return throttled(Math.max(1, await this.throttle.waitSeconds(keys)));
+      checked = await this.users.authenticate(username, password);
     } finally {
       release();
     }
-    if (!user) return { outcome: 'wrong' };
+    if ('refused' in checked) {
+      this.events.emit('login.failed', { reason: checked.refused, clientId, username, userId: checked.userId }, requester);
+      return { outcome: 'wrong' };
+    }
     await this.throttle.recordSuccess(keys);
-    return { outcome: 'signed-in', user };
+    return { outcome: 'signed-in', user: checked.user };
   }
 }

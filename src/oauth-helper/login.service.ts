@@ -3,6 +3,7 @@ import type { ClientEntity } from '../clients/client.entity.js';
 import { ClientsService } from '../clients/clients.service.js';
 import { isRedirectAllowed } from '../clients/redirect-pattern.js';
 import { csrfMatches, type HtmlPage } from '../common/html/html-reply.js';
+import type { Requester } from '../common/http/requester.js';
 import { messagePage } from '../common/html/page-layout.js';
 import { AuthorizationCodeIssuer } from '../token/authorization-code-issuer.js';
 import { OAuthError } from '../token/oauth-error.js';
@@ -43,7 +44,7 @@ export class LoginService {
     return 'kind' in request ? request : this.form(request, csrfToken, 200);
   }
 
-  async submit(body: unknown, csrf: { cookie?: string; fresh: string }, address: string): Promise<AuthorizeOutcome> {
+  async submit(body: unknown, csrf: { cookie?: string; fresh: string }, requester: Requester): Promise<AuthorizeOutcome> {
     const request = await this.verify(body);
     if ('kind' in request) return request;
     const params = readOAuthParams(body);
@@ -54,7 +55,7 @@ export class LoginService {
     const password = params.get('password');
     if (!username || !password) return this.form(request, csrf.fresh, 400, 'Enter your username and password.', username);
 
-    const attempt = await this.logins.attempt(username, password, address);
+    const attempt = await this.logins.attempt(username, password, { clientId: request.client.id, requester });
     if (attempt.outcome !== 'signed-in') {
       const refusal = signInRefusal(attempt);
       return { ...this.form(request, csrf.fresh, refusal.status, refusal.message, username), retryAfter: refusal.retryAfter };

@@ -1,6 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import type { ClientEntity } from '../clients/client.entity.js';
 import { ClientsService } from '../clients/clients.service.js';
+import type { Requester } from '../common/http/requester.js';
+import { SecurityEvents } from '../common/logging/security-events.js';
 import { invalidRequest, OAuthError } from './oauth-error.js';
 import type { OAuthParams } from './oauth-params.js';
 
@@ -13,14 +15,20 @@ interface PresentedCredentials {
 /** client_secret_basic and client_secret_post (RFC 6749 §2.3.1), exactly one per request. */
 @Injectable()
 export class ClientAuthentication {
-  constructor(private readonly clients: ClientsService) {}
+  constructor(
+    private readonly clients: ClientsService,
+    private readonly events: SecurityEvents,
+  ) {}
 
-  async authenticate(authorization: string | undefined, params: OAuthParams): Promise<ClientEntity> {
+  async authenticate(authorization: string | undefined, params: OAuthParams, requester: Requester): Promise<ClientEntity> {
     const credentials = presentedCredentials(authorization, params);
     const basic = credentials.method === 'client_secret_basic';
-    const client = await this.clients.authenticate(credentials.clientId, credentials.secret);
-    if (!client) throw new OAuthError('invalid_client', 'client authentication failed', { basicChallenge: basic });
-    return client;
+    const checked = await this.clients.checkSecret(credentials.clientId, credentials.secret);
+    if ('refused' in checked) {
+      this.events.emit('client.refused', { reason: checked.refused, clientId: credentials.clientId.slice(0, 200) }, requester);
+      throw new OAuthError('invalid_client', 'client authentication failed', { basicChallenge: basic });
+    }
+    return checked.client;
   }
 }
 

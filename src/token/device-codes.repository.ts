@@ -109,16 +109,17 @@ export class DeviceCodesRepository {
   }
 
   /**
-   * The signed-in user's decision, once: false when the code is no longer pending (decided,
-   * expired, unknown) or the approval form is not the latest sign-in's.
+   * The signed-in user's decision, once: the deciding user, or null when the code is no longer
+   * pending (decided, expired, unknown) or the approval form is not the latest sign-in's.
    */
-  async decide(userCode: string, approvalNonceHash: Buffer, decision: 'approved' | 'denied'): Promise<boolean> {
-    const [, affected]: [unknown, number] = await this.dataSource.query(
+  async decide(userCode: string, approvalNonceHash: Buffer, decision: 'approved' | 'denied'): Promise<{ userId: string } | null> {
+    const [[row]]: [{ user_id: string }[], number] = await this.dataSource.query(
       `UPDATE device_codes SET status = $3, user_id = signed_in_user_id, decided_at = now()
-       WHERE user_code = $1 AND approval_nonce_hash = $2 AND status = 'pending' AND voided_at IS NULL AND expires_at > now()`,
+       WHERE user_code = $1 AND approval_nonce_hash = $2 AND status = 'pending' AND voided_at IS NULL AND expires_at > now()
+       RETURNING user_id`,
       [userCode, approvalNonceHash, decision],
     );
-    return affected === 1;
+    return row ? { userId: row.user_id } : null;
   }
 
   /**

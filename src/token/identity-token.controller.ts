@@ -1,5 +1,6 @@
 import { Body, Controller, HttpCode, Post, UseFilters } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { type Requester, RequestedBy } from '../common/http/requester.js';
 import { RequestHeader } from '../common/http/request-header.decorator.js';
 import { NO_STORE_HEADERS } from './api-oauth-error-response.decorator.js';
 import { ClientCredentialsRequestDto } from './dto/token-request.dto.js';
@@ -22,7 +23,7 @@ export class IdentityTokenController {
   )
   @ApiOperation({ summary: 'Client-credentials token for the notification routes and stream (RFC 6749 §4.4, RFC 8707 resource)' })
   @ApiOkResponse({ type: ClientTokenResponseDto, headers: NO_STORE_HEADERS })
-  token(@Body() body: unknown, @RequestHeader('authorization') authorization?: string, @RequestHeader('content-type') contentType?: string) {
-    return this.tokens.identityToken(body, authorization, contentType);
+  token(@Body() body: unknown, @RequestedBy() requester: Requester, @RequestHeader('authorization') authorization?: string, @RequestHeader('content-type') contentType?: string) {
+    return this.tokens.identityToken(body, authorization, contentType, requester);
   }
 }

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, type EntityManager } from 'typeorm';
+import { SecurityEvents } from '../common/logging/security-events.js';
 import { notifiedIdPayloadSql } from '../database/notified-id-set.js';
 import { GRANT_REVOKED_CHANNEL, REVOKED_UNTIL_SQL } from './grants.repository.js';
 import { NEW_STAMP_SQL } from './revocations.js';
@@ -15,11 +16,16 @@ export type SignOutTarget = { userId: string; clientId?: string } | { clientId: 
  */
 @Injectable()
 export class SignOutsRepository {
-  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly events: SecurityEvents,
+  ) {}
 
-  /** signOut in a transaction of its own, when nothing else changes with it (grants:revoke). */
-  signOutNow(target: SignOutTarget): Promise<number> {
-    return this.dataSource.transaction((manager) => this.signOut(manager, target));
+  /** A user's sign-outs in a transaction of their own, when nothing else changes with them (grants:revoke). */
+  async signOutNow(target: { userId: string; clientId?: string }): Promise<number> {
+    const revokedGrants = await this.dataSource.transaction((manager) => this.signOut(manager, target));
+    this.events.emit('user.signed_out', { reason: 'cli', userId: target.userId, clientId: target.clientId ?? null, revokedGrants });
+    return revokedGrants;
   }
 
   /**

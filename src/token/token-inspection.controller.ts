@@ -1,5 +1,6 @@
 import { Body, Controller, HttpCode, Post, UseFilters } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { type Requester, RequestedBy } from '../common/http/requester.js';
 import { RequestHeader } from '../common/http/request-header.decorator.js';
 import { NO_STORE_HEADERS } from './api-oauth-error-response.decorator.js';
 import { IntrospectionResponseDto, TokenFormDto } from './dto/token-inspection.dto.js';
@@ -22,8 +23,8 @@ export class TokenInspectionController {
     headers: NO_STORE_HEADERS,
     description: "`{active: false}` for an unknown, expired, revoked, rotated-out or another client's token (and an access token of a revoked grant)",
   })
-  introspect(@Body() body: unknown, @RequestHeader('authorization') authorization?: string, @RequestHeader('content-type') contentType?: string) {
-    return this.inspection.introspect(body, authorization, contentType);
+  introspect(@Body() body: unknown, @RequestedBy() requester: Requester, @RequestHeader('authorization') authorization?: string, @RequestHeader('content-type') contentType?: string) {
+    return this.inspection.introspect(body, authorization, contentType, requester);
   }
 
   @Post('revoke')
@@ -31,7 +32,7 @@ export class TokenInspectionController {
   @OAuthFormRoute(TokenFormDto, `${FORM_INVALID_REQUEST}; \`invalid_request\` also for a token issued to another client (RFC 7009 §2.1)`)
   @ApiOperation({ summary: 'Token revocation (RFC 7009); revoking a refresh token ends its whole grant' })
   @ApiOkResponse({ description: 'empty body, also for an unknown, expired or already revoked token (RFC 7009 §2.2); open streams of the token or grant close with 1008', headers: NO_STORE_HEADERS })
-  async revoke(@Body() body: unknown, @RequestHeader('authorization') authorization?: string, @RequestHeader('content-type') contentType?: string): Promise<void> {
-    await this.inspection.revoke(body, authorization, contentType);
+  async revoke(@Body() body: unknown, @RequestedBy() requester: Requester, @RequestHeader('authorization') authorization?: string, @RequestHeader('content-type') contentType?: string): Promise<void> {
+    await this.inspection.revoke(body, authorization, contentType, requester);
   }
 }

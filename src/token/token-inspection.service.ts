@@ -2,6 +2,8 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { sha256 } from '../common/crypto/opaque-token.js';
+import type { Requester } from '../common/http/requester.js';
+import { SecurityEvents } from '../common/logging/security-events.js';
 import { InvalidJwt } from '../keys/jwt-signer.service.js';
 import { AccessTokens, type AccessTokenClaims } from './access-tokens.service.js';
 import { ClientAuthentication } from './client-authentication.js';
@@ -26,11 +28,12 @@ export class TokenInspectionService {
     private readonly accessTokens: AccessTokens,
     private readonly refreshTokens: RefreshTokensRepository,
     private readonly grants: GrantsRepository,
+    private readonly events: SecurityEvents,
   ) {}
 
-  async introspect(body: unknown, authorization: string | undefined, contentType: string | undefined): Promise<object> {
+  async introspect(body: unknown, authorization: string | undefined, contentType: string | undefined, requester: Requester): Promise<object> {
     const params = readFormBody(contentType, body);
-    const client = await this.clientAuthentication.authenticate(authorization, params);
+    const client = await this.clientAuthentication.authenticate(authorization, params, requester);
     const token = await this.identify(requireParam(params, 'token'));
     if (!token || (await this.isInactive(token, client.id))) return INACTIVE;
     if (token.kind === 'access') {
@@ -43,9 +46,9 @@ export class TokenInspectionService {
   }
 
   /** Unknown, expired or already revoked tokens are a success too (RFC 7009 §2.2). */
-  async revoke(body: unknown, authorization: string | undefined, contentType: string | undefined): Promise<void> {
+  async revoke(body: unknown, authorization: string | undefined, contentType: string | undefined, requester: Requester): Promise<void> {
     const params = readFormBody(contentType, body);
-    const client = await this.clientAuthentication.authenticate(authorization, params);
+    const client = await this.clientAuthentication.authenticate(authorization, params, requester);
     const token = await this.identify(requireParam(params, 'token'));
     if (!token) return;
     const owner = token.kind === 'access' ? token.claims.client_id : token.row.client_id;
@@ -55,7 +58,9 @@ export class TokenInspectionService {
     else {
       const revoked = await this.dataSource.transaction((manager) => this.grants.revoke(manager, token.row.grant_id));
       // This instance refuses the grant at once; the others when the notification arrives.
-      if (revoked) this.accessTokens.grantRevoked(revoked);
+      if (!revoked) return;
+      this.accessTokens.grantRevoked(revoked);
+      this.events.emit('grant.revoked', { reason: 'revoked_by_client', clientId: client.id, userId: token.row.user_id, grantId: revoked.id }, requester);
     }
   }
 

@@ -1,6 +1,7 @@
 import { Body, Controller, HttpCode, Post, UseFilters } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { type AnswerDeadline, Deadline } from '../common/http/request-deadlines.js';
+import { type Requester, RequestedBy } from '../common/http/requester.js';
 import { RequestHeader } from '../common/http/request-header.decorator.js';
 import { NO_STORE_HEADERS } from './api-oauth-error-response.decorator.js';
 import { SsoTokenRequestDto } from './dto/token-request.dto.js';
@@ -26,9 +27,10 @@ export class TokenController {
   token(
     @Body() body: unknown,
     @Deadline() deadline: AnswerDeadline,
+    @RequestedBy() requester: Requester,
     @RequestHeader('authorization') authorization?: string,
     @RequestHeader('content-type') contentType?: string,
   ) {
-    return this.tokens.ssoToken(body, authorization, contentType, deadline);
+    return this.tokens.ssoToken(body, authorization, contentType, deadline, requester);
   }
 }

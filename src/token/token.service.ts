@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { type AnswerDeadline, NO_DEADLINE } from '../common/http/request-deadlines.js';
+import type { Requester } from '../common/http/requester.js';
 import { Metrics } from '../metrics/metrics.service.js';
 import { ClientAuthentication } from './client-authentication.js';
 import { AuthorizationCodeGrant } from './grants/authorization-code.grant.js';
@@ -29,14 +30,14 @@ export class TokenService {
   }
 
   /** POST /sso/token: authorization_code, refresh_token and the device grant (RFC 8628). */
-  ssoToken(body: unknown, authorization: string | undefined, contentType: string | undefined, deadline: AnswerDeadline): Promise<object> {
-    return this.exchange(this.ssoGrants, body, authorization, contentType, deadline);
+  ssoToken(body: unknown, authorization: string | undefined, contentType: string | undefined, deadline: AnswerDeadline, requester: Requester): Promise<object> {
+    return this.exchange(this.ssoGrants, body, authorization, contentType, deadline, requester);
   }
 
   /** POST /public/api/oauth2/token: client_credentials. */
-  identityToken(body: unknown, authorization: string | undefined, contentType: string | undefined): Promise<object> {
+  identityToken(body: unknown, authorization: string | undefined, contentType: string | undefined, requester: Requester): Promise<object> {
     // client_credentials commits nothing a retry would miss.
-    return this.exchange(this.identityGrants, body, authorization, contentType, NO_DEADLINE);
+    return this.exchange(this.identityGrants, body, authorization, contentType, NO_DEADLINE, requester);
   }
 
   private async exchange(
@@ -45,14 +46,15 @@ export class TokenService {
     authorization: string | undefined,
     contentType: string | undefined,
     deadline: AnswerDeadline,
+    requester: Requester,
   ): Promise<object> {
     const params = readFormBody(contentType, body);
     const grantType = requireParam(params, 'grant_type');
     const grant = grants.get(grantType);
     if (!grant) throw new OAuthError('unsupported_grant_type', `grant_type ${grantType} is not supported here`);
-    const client = await this.clientAuthentication.authenticate(authorization, params);
+    const client = await this.clientAuthentication.authenticate(authorization, params, requester);
     if (!client.grants.includes(grant.name)) throw new OAuthError('unauthorized_client', `this client may not use ${grant.name}`);
-    const response = await grant.handle(params, client, deadline);
+    const response = await grant.handle(params, client, deadline, requester);
     this.metrics.tokensIssued.inc({ grant: grant.name });
     return response;
   }

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { addressPrefix } from '../common/http/address-prefix.js';
+import { SecurityEvents } from '../common/logging/security-events.js';
 import { NEXT_FAILURES_SQL, slowDownDelaySql } from '../common/slow-down-sql.js';
 
 /**
@@ -43,7 +44,10 @@ export interface ThrottleKeys {
  */
 @Injectable()
 export class LoginThrottle {
-  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly events: SecurityEvents,
+  ) {}
 
   /** Seconds before an attempt with these keys may be checked; 0: go ahead (then `reserve` it). */
   async waitSeconds(keys: ThrottleKeys): Promise<number> {
@@ -95,6 +99,7 @@ export class LoginThrottle {
        DELETE FROM login_failures WHERE key = (SELECT 'user:' || u FROM hashed) OR starts_with(key, (SELECT 'pair:' || u || ':' FROM hashed))`,
       [username],
     );
+    this.events.emit('user.unlocked', { reason: 'cli', username, clearedSlowDowns: deleted });
     return deleted;
   }
 }

@@ -3,6 +3,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import type { QueryDeepPartialEntity, Repository } from 'typeorm';
 import { conflict, isUniqueViolation, notFound } from '../common/errors/app-error.js';
+import { SecurityEvents } from '../common/logging/security-events.js';
 import { validateInput } from '../common/validation/validate-input.js';
 import { SignOutsRepository } from '../token/sign-outs.repository.js';
 import { CreateUserDto, isPlausibleLogin, NewPasswordDto } from './dto/create-user.dto.js';
@@ -16,6 +17,9 @@ export interface UserView {
   created_at: string;
 }
 
+/** A sign-in's user, or why there is none (which only the log may tell: the page says "wrong username or password"). */
+export type Authentication = { user: UserEntity } | { refused: 'unknown_user' | 'wrong_password' | 'disabled_user'; userId?: string };
+
 /** A change that ended the user's sign-ins: how many grants it revoked. */
 export type SignedOutUser = UserView & { revoked_grants: number };
 
@@ -24,6 +28,7 @@ export class UsersService {
   constructor(
     @InjectRepository(UserEntity) private readonly users: Repository<UserEntity>,
     private readonly signOuts: SignOutsRepository,
+    private readonly events: SecurityEvents,
   ) {}
 
   async create(input: { username?: string; password?: string }): Promise<UserView> {
@@ -56,20 +61,25 @@ export class UsersService {
   async setPassword(username: string, password: string): Promise<SignedOutUser> {
     const user = await this.require(username);
     const dto = await validateInput(NewPasswordDto, { password });
-    return this.changeAndSignOut(user.id, { passwordHash: await hashPassword(dto.password) });
+    const changed = await this.changeAndSignOut(user.id, { passwordHash: await hashPassword(dto.password) });
+    this.events.emit('user.password_set', { reason: 'cli', username: changed.username, userId: changed.id, revokedGrants: changed.revoked_grants });
+    return changed;
   }
 
   /** A disabled user cannot sign in, and their grants are revoked: their devices are signed out. */
   async disable(username: string): Promise<SignedOutUser> {
     const user = await this.require(username);
     // Disabling twice keeps the first date.
-    return this.changeAndSignOut(user.id, { disabledAt: user.disabledAt ?? (() => 'now()') });
+    const changed = await this.changeAndSignOut(user.id, { disabledAt: user.disabledAt ?? (() => 'now()') });
+    this.events.emit('user.disabled', { reason: 'cli', username: changed.username, userId: changed.id, revokedGrants: changed.revoked_grants });
+    return changed;
   }
 
   /** The user may sign in again; grants revoked meanwhile stay revoked. */
   async enable(username: string): Promise<UserView> {
     const user = await this.require(username);
     await this.users.update({ id: user.id }, { disabledAt: null });
+    this.events.emit('user.enabled', { reason: 'cli', username: user.username, userId: user.id });
     return toView({ ...user, disabledAt: null });
   }
 
@@ -90,15 +100,18 @@ export class UsersService {
   }
 
   /**
-   * The enabled user with this username and password, or null. An unknown username costs the
+   * The enabled user with this username and password, or why not. An unknown username costs the
    * same argon2 work as a wrong password, so timing does not reveal which usernames exist. A
    * disabled user is refused like a wrong password, after the same work: a sign-in page that said
    * "disabled" would tell a guesser that the password was right.
    */
-  async authenticate(username: string, password: string): Promise<UserEntity | null> {
+  async authenticate(username: string, password: string): Promise<Authentication> {
     const user = await this.findByUsername(username);
     const valid = await verifyPassword(user?.passwordHash ?? (await this.decoyHash()), password);
-    return user && valid && !user.disabledAt ? user : null;
+    if (!user) return { refused: 'unknown_user' };
+    if (!valid) return { refused: 'wrong_password', userId: user.id };
+    if (user.disabledAt) return { refused: 'disabled_user', userId: user.id };
+    return { user };
   }
 
   private decoy?: Promise<string>;

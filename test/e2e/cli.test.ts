@@ -33,7 +33,7 @@ const CLIENT_VIEW_KEYS = [
 function parseSuccess<T = Record<string, unknown>>(result: CliResult): T {
   expect(result, result.stderr).toMatchObject({ code: 0, signal: null });
   expect(result.stdout.endsWith('\n')).toBe(true);
-  const lines = result.stderr.split('\n').filter((line) => line.trim() !== '');
+  const lines = result.stderr.split('\n').filter((line) => line.trim() !== '' && !line.startsWith('{"level":'));
   for (const line of lines) expect(() => JSON.parse(line), `stderr line is JSON: ${line}`).toThrow();
   expect(result.stderr).not.toContain('"client_id"');
   return JSON.parse(result.stdout) as T;

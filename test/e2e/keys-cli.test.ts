@@ -139,10 +139,12 @@ describe('keys:list and keys:revoke', () => {
 
   it('keys:revoke of the active key replaces it, and a second revocation succeeds without changing anything', async () => {
     const [active] = await storedKeys(url);
-    const revoked = parseSuccess<{ kid: string; status: string; already_revoked: boolean; replaced_by: { kid: string; alg: string } | null }>(
-      await runCli(url, ['keys:revoke', active.kid], { KEYS_ENCRYPTION_KEY: KEK }),
-    );
+    const run = await runCli(url, ['keys:revoke', active.kid], { KEYS_ENCRYPTION_KEY: KEK });
+    const revoked = parseSuccess<{ kid: string; status: string; already_revoked: boolean; replaced_by: { kid: string; alg: string } | null }>(run);
     expect(revoked).toMatchObject({ kid: active.kid, status: 'revoked', already_revoked: false, replaced_by: { alg: 'ES256' } });
+    // The security event log records it on stderr (JSON here, stderr being no terminal).
+    const events = run.stderr.split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line));
+    expect(events).toEqual([expect.objectContaining({ level: 'warn', event: 'key.revoked', reason: 'cli', kid: active.kid, alreadyRevoked: false, replacedBy: revoked.replaced_by!.kid })]);
     const after = await storedKeys(url);
     const again = parseSuccess<{ already_revoked: boolean; revoked_at: string }>(await runCli(url, ['keys:revoke', active.kid]));
     expect(again).toMatchObject({ already_revoked: true, replaced_by: null });

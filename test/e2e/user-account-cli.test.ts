@@ -9,7 +9,7 @@ import { issueState } from '../factories/state.factory.js';
 import { openStream, type Stream } from '../factories/stream.factory.js';
 import { issueTokens, LOOPBACK_PATTERN, LOOPBACK_REDIRECT, type PortalUser, refresh } from '../factories/token-flow.factory.js';
 import { signIn } from '../setup/browserless-login.js';
-import { expectFailure, parseSuccess } from '../setup/cli-results.js';
+import { expectFailure, parseSuccess, securityEvents } from '../setup/cli-results.js';
 import { query } from '../setup/database.js';
 import { runCli as runBuiltCli } from '../setup/processes.js';
 import { startTestApp, type TestApp } from '../setup/test-app.js';
@@ -109,8 +109,12 @@ describe('user:disable and user:enable', () => {
     const waiting = await startDeviceAuthorization(app, deviceClient);
     await verifyDevice(app, waiting.user_code, user);
 
-    const disabled = parseSuccess<SignedOutUser>(await runCli(['user:disable', user.username]));
+    const disabling = await runCli(['user:disable', user.username]);
+    const disabled = parseSuccess<SignedOutUser>(disabling);
     expect(disabled).toMatchObject({ username: user.username, enabled: false, revoked_grants: 2 });
+    expect(securityEvents(disabling)).toEqual([
+      expect.objectContaining({ level: 'info', event: 'user.disabled', reason: 'cli', username: user.username, userId: disabled.id, revokedGrants: 2 }),
+    ]);
 
     expect(await closedWithin(stream, 2_000)).toBe(1008);
     expect(await refresh(app, helperClient, helperTokens.refresh_token)).toMatchObject({ status: 400, body: { error: 'invalid_grant' } });

@@ -68,8 +68,8 @@ describe('DeviceCodesRepository', () => {
     expect(await codes.findPending(code.userCode)).toEqual({ clientId: 'tv', scope: null });
     const nonceHash = randomBytes(32);
     expect(await codes.signIn(code.userCode, userId, null, nonceHash)).toBe(true);
-    expect(await codes.decide(code.userCode, nonceHash, 'approved')).toBe(true);
-    expect(await codes.decide(code.userCode, nonceHash, 'denied')).toBe(false);
+    expect(await codes.decide(code.userCode, nonceHash, 'approved')).toEqual({ userId });
+    expect(await codes.decide(code.userCode, nonceHash, 'denied')).toBeNull();
     expect(await codes.findPending(code.userCode)).toBeNull();
     expect(await codes.signIn(code.userCode, userId, null, randomBytes(32))).toBe(false);
   });
@@ -79,9 +79,9 @@ describe('DeviceCodesRepository', () => {
     const [first, second] = [randomBytes(32), randomBytes(32)];
     await codes.signIn(code.userCode, userId, null, first);
     await codes.signIn(code.userCode, userId, null, second);
-    expect(await codes.decide(code.userCode, first, 'approved')).toBe(false);
-    expect(await codes.decide(code.userCode, randomBytes(32), 'approved')).toBe(false);
-    expect(await codes.decide(code.userCode, second, 'denied')).toBe(true);
+    expect(await codes.decide(code.userCode, first, 'approved')).toBeNull();
+    expect(await codes.decide(code.userCode, randomBytes(32), 'approved')).toBeNull();
+    expect(await codes.decide(code.userCode, second, 'denied')).toEqual({ userId });
   });
 
   it('hands an approved code over once, to its own client only', async () => {

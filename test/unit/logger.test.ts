@@ -3,6 +3,7 @@ import Fastify from 'fastify';
 import { describe, expect, it } from 'vitest';
 import { createRootLogger, PinoLoggerService } from '../../src/common/logging/logger.js';
 import { RequestLogController } from '../../src/common/logging/request-log.js';
+import { SecurityEvents } from '../../src/common/logging/security-events.js';
 import { requestLogger } from '../../src/common/logging/request-logger.js';
 
 function capture() {
@@ -92,5 +93,27 @@ describe('logging', () => {
     await new Promise((resolve) => setImmediate(resolve));
     expect(lines).toEqual([]);
     await app.close();
+  });
+});
+
+describe('security events', () => {
+  it('writes one line with the event, its reason and fields, and the requester', () => {
+    const { lines, logger } = capture();
+    new SecurityEvents(logger).emit('login.failed', { reason: 'wrong_password', clientId: 'tv', username: 'alice' }, { address: '192.0.2.1', requestId: 'req-9' });
+    expect(lines).toEqual([
+      expect.objectContaining({ level: 'info', event: 'login.failed', reason: 'wrong_password', clientId: 'tv', username: 'alice', address: '192.0.2.1', reqId: 'req-9', msg: 'sign-in refused' }),
+    ]);
+  });
+
+  it('never throws at its caller, even when the log cannot be written', () => {
+    const broken = createRootLogger({
+      level: 'info',
+      destination: new Writable({
+        write() {
+          throw new Error('disk full');
+        },
+      }),
+    });
+    expect(() => new SecurityEvents(broken).emit('user.enabled', { reason: 'cli', username: 'alice', userId: 'u1' })).not.toThrow();
   });
 });

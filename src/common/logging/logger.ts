@@ -1,6 +1,7 @@
 import type { LoggerService } from '@nestjs/common';
 import { type DestinationStream, pino, type Logger } from 'pino';
 import pretty from 'pino-pretty';
+import { TERMINAL_OPTIONS } from './terminal-line.js';
 import { TurnBufferedDestination } from './turn-buffered-destination.js';
 
 /**
@@ -24,7 +25,7 @@ const REDACTED = [
 /**
  * JSON lines to stdout by default (written once per round of the event loop), the CLI to stderr
  * (fd 2), tests to a stream they read.
- * `pretty`: readable lines for a person at a terminal (pino-pretty) instead of JSON.
+ * `pretty`: one readable line per log line for a person at a terminal (terminal-line.ts) instead of JSON.
  */
 export function createRootLogger(options: { level: string; destination?: 1 | 2 | DestinationStream; pretty?: boolean }): Logger {
   const fd = typeof options.destination === 'number' ? options.destination : 1;
@@ -32,7 +33,7 @@ export function createRootLogger(options: { level: string; destination?: 1 | 2 |
     typeof options.destination === 'object'
       ? options.destination
       : options.pretty
-        ? pretty({ destination: fd, colorize: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,service' })
+        ? pretty({ ...TERMINAL_OPTIONS, destination: fd, colorize: true })
         : new TurnBufferedDestination(fd);
   return pino(
     {

@@ -5,6 +5,8 @@ import { DataSource } from 'typeorm';
 import type { ClientEntity } from '../../clients/client.entity.js';
 import { sha256 } from '../../common/crypto/opaque-token.js';
 import type { AnswerDeadline } from '../../common/http/request-deadlines.js';
+import type { Requester } from '../../common/http/requester.js';
+import { SecurityEvents } from '../../common/logging/security-events.js';
 import { AccessTokens } from '../access-tokens.service.js';
 import { AuthorizationCodesRepository } from '../authorization-codes.repository.js';
 import { GrantsRepository } from '../grants.repository.js';
@@ -27,9 +29,10 @@ export class AuthorizationCodeGrant implements GrantHandler<UserTokenResponse> {
     private readonly grants: GrantsRepository,
     private readonly tokens: UserTokenIssuer,
     private readonly accessTokens: AccessTokens,
+    private readonly events: SecurityEvents,
   ) {}
 
-  async handle(params: OAuthParams, client: ClientEntity, deadline: AnswerDeadline): Promise<UserTokenResponse> {
+  async handle(params: OAuthParams, client: ClientEntity, deadline: AnswerDeadline, requester: Requester): Promise<UserTokenResponse> {
     const codeHash = sha256(requireParam(params, 'code'));
     const scope = parseScope(params.get('scope'));
     assertScopeAllowed(scope, client.scopes);
@@ -62,7 +65,11 @@ export class AuthorizationCodeGrant implements GrantHandler<UserTokenResponse> {
       if (code.consumed_at) {
         // A second use means the code leaked: revoke everything issued from it (RFC 6749 §4.1.2).
         const revoked = code.grant_id ? await this.grants.revoke(manager, code.grant_id) : undefined;
-        if (revoked) afterCommit(() => this.accessTokens.grantRevoked(revoked));
+        afterCommit(() => {
+          if (revoked) this.accessTokens.grantRevoked(revoked);
+          const replay = { reason: 'code_replayed', clientId: client.id, userId: code.user_id, grantId: code.grant_id, grantRevoked: revoked !== undefined } as const;
+          this.events.emit('token.replayed', replay, requester);
+        });
         return invalidGrant('the authorization code was already used');
       }
       if (!code.user_issuable) {

@@ -4,6 +4,8 @@ import { DataSource } from 'typeorm';
 import type { ClientEntity } from '../../clients/client.entity.js';
 import { sha256 } from '../../common/crypto/opaque-token.js';
 import type { AnswerDeadline } from '../../common/http/request-deadlines.js';
+import type { Requester } from '../../common/http/requester.js';
+import { SecurityEvents } from '../../common/logging/security-events.js';
 import { Env } from '../../config/env.js';
 import { AccessTokens } from '../access-tokens.service.js';
 import { GrantsRepository } from '../grants.repository.js';
@@ -27,9 +29,10 @@ export class RefreshTokenGrant implements GrantHandler<UserTokenResponse> {
     private readonly tokens: UserTokenIssuer,
     private readonly env: Env,
     private readonly accessTokens: AccessTokens,
+    private readonly events: SecurityEvents,
   ) {}
 
-  async handle(params: OAuthParams, client: ClientEntity, deadline: AnswerDeadline): Promise<UserTokenResponse> {
+  async handle(params: OAuthParams, client: ClientEntity, deadline: AnswerDeadline, requester: Requester): Promise<UserTokenResponse> {
     const tokenHash = sha256(requireParam(params, 'refresh_token'));
     const requestedScope = parseScope(params.get('scope'));
     if (!requestedScope) {
@@ -57,7 +60,11 @@ export class RefreshTokenGrant implements GrantHandler<UserTokenResponse> {
         // Within the grace period the loser of a concurrent refresh is refused; later, reuse means theft.
         if (token.rotated_within_grace) return invalidGrant('the refresh token was already used');
         const revoked = await this.grants.revoke(manager, token.grant_id);
-        if (revoked) afterCommit(() => this.accessTokens.grantRevoked(revoked));
+        afterCommit(() => {
+          if (revoked) this.accessTokens.grantRevoked(revoked);
+          const reuse = { reason: 'refresh_token_reused', clientId: client.id, userId: token.user_id, grantId: token.grant_id, grantRevoked: revoked !== undefined } as const;
+          this.events.emit('token.replayed', reuse, requester);
+        });
         return invalidGrant('the refresh token was already used; its grant is revoked');
       }
       if (token.expired) return invalidGrant('the refresh token has expired');
