@@ -24,6 +24,9 @@ ul.scopes { margin: 0 0 1rem; padding-left: 1.25rem; }
 @media (prefers-color-scheme: dark) { :root { --accent: #5ea8ff; --error: #ff8a80; --muted: #b0b4ba; } button { color: #000; } button.secondary { color: var(--accent); } }
 `;
 
+/** The account users sign in with, in the product's words. */
+export const PORTAL_ACCOUNT = 'voyage-planning portal account';
+
 export const STYLE_HASH = `'sha256-${createHash('sha256').update(STYLE).digest('base64')}'`;
 
 export const escapeHtml = (text: string) =>
