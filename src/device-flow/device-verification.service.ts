@@ -129,7 +129,9 @@ export class DeviceVerificationService {
 
   /** The request a typed code names, or the code form again saying why not. */
   private async find(typed: string, address: string, csrfToken: string): Promise<FoundRequest | HtmlPage> {
-    const refuse = (status: number, error: string, retryAfter?: number) => page(status, codeEntryPage({ csrfToken, userCode: typed, error }), retryAfter);
+    // What was typed stays for the user to correct; a code that has had its use does not invite another try.
+    const refuse = (status: number, error: string, retryAfter?: number, keepTyped = true) =>
+      page(status, codeEntryPage({ csrfToken, userCode: keepTyped ? typed : undefined, error }), retryAfter);
     // What cannot be a code is not a guess at one: refused without a query, and not counted.
     const flaw = userCodeFlaw(typed);
     if (flaw) return refuse(400, flawedCodeMessage(flaw));
@@ -142,7 +144,7 @@ export class DeviceVerificationService {
     const client = await this.clients.find(found.clientId);
     if (!client) return refuse(400, codeMessages.clientDeleted(userCode));
     if (!client.enabled) return refuse(400, codeMessages.clientDisabled(userCode, client.name));
-    if (found.state !== 'pending') return refuse(400, stateMessage(userCode, found));
+    if (found.state !== 'pending') return refuse(400, stateMessage(userCode, found), undefined, false);
     await this.throttle.forgive(address);
     return { userCode, client, scope: found.scope, signedInUsername: found.signedInUsername };
   }

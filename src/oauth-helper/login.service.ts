@@ -28,7 +28,7 @@ const errorPage = (message: string, title = 'This sign-in link does not work'): 
 });
 const AGAIN = 'Start the sign-in again from your device.';
 /** A stale tab or the browser's history: the user may already be done. */
-const alreadyUsed = () => errorPage(`You already signed in with this link. If your device is not signed in, ${AGAIN.toLowerCase()}`, 'This sign-in link was already used');
+const alreadyUsed = () => errorPage(`This link has already been used to sign in. If your device is not signed in, ${AGAIN.toLowerCase()}`, 'This sign-in link was already used');
 
 /** The login page of the helper flow: checks the sign-in link, the user, and completes the authorization. */
 @Injectable()

@@ -89,7 +89,7 @@ describe('the verification page /sso/device', () => {
     expect((await stored(app, authorization)).status).toBe('pending');
   });
 
-  it('shows the code form again with 400 for a wrong, an expired, or a disabled client\'s code, keeping what was typed, and saying which it is', async () => {
+  it('shows the code form again with 400 saying why for what cannot be a code, an unknown or expired code, or one of a disabled or removed application, keeping what was typed unless it expired', async () => {
     const expired = await startDeviceAuthorization(app, tv);
     await query(app.databaseUrl, `UPDATE device_codes SET expires_at = now() - interval '1 second' WHERE device_code_hash = $1`, [storedHash(expired.device_code)]);
     const disabledClient = await createClient(app, { grants: [DEVICE_GRANT] });
@@ -114,7 +114,8 @@ describe('the verification page /sso/device', () => {
       expect(page.status, typed).toBe(400);
       expect(page.error).toBe(error);
       expect(heading(page)).toBe('Connect a device');
-      expect(page.typedCode).toBe(typed);
+      // An expired code is not a typo: the field is emptied for the new code.
+      expect(page.typedCode).toBe(typed === expired.user_code ? '' : typed);
     }
   });
 

@@ -225,7 +225,7 @@ describe('/sso/authorize login page', () => {
         expect((await signIn(authorize_url, await createUser(app))).status).toBe(302);
         await expectErrorPage(
           await fetch(authorize_url, { redirect: 'manual' }),
-          'You already signed in with this link. If your device is not signed in, start the sign-in again from your device.',
+          'This link has already been used to sign in. If your device is not signed in, start the sign-in again from your device.',
           'This sign-in link was already used',
         );
       });

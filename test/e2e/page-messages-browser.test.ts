@@ -125,6 +125,26 @@ describe('what the sign-in and device pages tell the user, in a real browser (Ja
     await screenshot(page, 'device-connected');
   });
 
+  it('wraps a long client name, an unbroken scope name and long descriptions within a phone\'s width', async () => {
+    const longName = `Engine room condition monitoring display of MV Nordic Star ${process.pid}`;
+    const created = await app.get(ClientsService).create({
+      name: longName,
+      grants: [DEVICE_GRANT],
+      scopes: ['voyages:read', 'urn:voyage-planning:scope:engine-room-telemetry:read-and-acknowledge-alarms'],
+      scopeDescriptions: { 'voyages:read': `See your voyages, their routes, their port calls, ${'and the noon reports of every leg '.repeat(4).trim()}` },
+    });
+    const authorization = await startDeviceAuthorization(app, { id: created.client_id, secret: created.client_secret }, { scope: created.scopes.join(' ') });
+    const page = await openPage(authorization.verification_uri_complete);
+    await page.getByRole('button', { name: 'Continue' }).click();
+    await signIn(page);
+    expect(await heading(page)).toBe(`Connect ${longName}?`);
+    for (const item of [page.getByRole('heading', { level: 1 }), ...(await page.getByRole('listitem').all())]) {
+      const box = (await item.boundingBox())!;
+      expect(box.x + box.width).toBeLessThanOrEqual(PHONE.width);
+    }
+    await screenshot(page, 'device-approval-long');
+  });
+
   it('names the account on the denied page', async () => {
     const authorization = await startDeviceAuthorization(app, tv);
     const page = await openPage(authorization.verification_uri_complete);
@@ -153,6 +173,7 @@ describe('what the sign-in and device pages tell the user, in a real browser (Ja
       await signIn(first);
       expect(await heading(first)).toBe('Connect a device');
       expect(await alert(first)).toBe(message(authorization.user_code));
+      expect(await first.getByLabel('Code').inputValue()).toBe('');
       if (decision === 'Approve') await screenshot(first, 'code-already-approved');
       await context.close();
     }
@@ -199,7 +220,7 @@ describe('what the sign-in and device pages tell the user, in a real browser (Ja
     // The same link again, from the history or another tab.
     await page.goto(authorize_url);
     expect(await heading(page)).toBe('This sign-in link was already used');
-    expect(await paragraphs(page)).toEqual(['You already signed in with this link. If your device is not signed in, start the sign-in again from your device.']);
+    expect(await paragraphs(page)).toEqual(['This link has already been used to sign in. If your device is not signed in, start the sign-in again from your device.']);
     await screenshot(page, 'login-link-used');
   });
 });
