@@ -123,8 +123,8 @@ export class DeviceVerificationService {
       return (await this.whyNoLongerPending(found.userCode, csrfToken)) ?? page(403, deviceSignInPage({ ...this.view(found, csrfToken), error }));
     }
     this.metrics.deviceAuthorizations.inc({ event: decision });
-    // The form's value was the signed-in user's, so they are the one who decided.
-    return page(200, decidedPage(decision, { clientName: found.client.name, username: found.signedInUsername ?? '' }));
+    // The form's one-time value is the latest sign-in's (a code with one always names its user), so that user decided.
+    return page(200, decidedPage(decision, { clientName: found.client.name, username: found.signedInUsername! }));
   }
 
   /** The request a typed code names, or the code form again saying why not. */
