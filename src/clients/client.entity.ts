@@ -29,6 +29,10 @@ export class ClientEntity {
   @Column('text', { array: true })
   scopes: string[];
 
+  /** What the approval page shows for each scope instead of its name; a scope without one is shown by name. */
+  @Column('jsonb', { name: 'scope_descriptions' })
+  scopeDescriptions: Record<string, string>;
+
   @Column('boolean')
   enabled: boolean;
 

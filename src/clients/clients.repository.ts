@@ -13,7 +13,7 @@ export const CLIENT_CHANGED_CHANNEL = 'vc_client_changed';
 const CACHE_TTL_MS = 30_000;
 
 /** What an operator may change on a client. */
-type ClientChanges = Pick<ClientEntity, 'name' | 'grants' | 'redirectPatterns' | 'scopes' | 'enabled' | 'secretHash' | 'previousSecretHash' | 'previousSecretExpiresAt'>;
+type ClientChanges = Pick<ClientEntity, 'name' | 'grants' | 'redirectPatterns' | 'scopes' | 'scopeDescriptions' | 'enabled' | 'secretHash' | 'previousSecretHash' | 'previousSecretExpiresAt'>;
 
 /** Tells every process, when the transaction commits, to drop its copy of the client. */
 const notifyChanged = (manager: EntityManager, id: string) => manager.query('SELECT pg_notify($1, $2)', [CLIENT_CHANGED_CHANNEL, id]);
@@ -122,7 +122,7 @@ export class ClientsRepository {
     // An UPDATE answers [rows, affected count].
     const [[row]]: [{ name: string; deleted_at: Date }[], number] = await manager.query(
       `UPDATE clients SET deleted_at = now(), updated_at = now(), enabled = false, secret_hash = '\\x', previous_secret_hash = NULL,
-         previous_secret_expires_at = NULL, grants = '{}', redirect_patterns = '{}', scopes = '{}'
+         previous_secret_expires_at = NULL, grants = '{}', redirect_patterns = '{}', scopes = '{}', scope_descriptions = '{}'
        WHERE id = $1 AND deleted_at IS NULL RETURNING name, deleted_at`,
       [id],
     );

@@ -17,6 +17,8 @@ export interface ClientView {
   grants: string[];
   redirect_patterns: string[];
   scopes: string[];
+  /** What the approval page shows for each scope instead of its name. */
+  scope_descriptions: Record<string, string>;
   enabled: boolean;
   created_at: string;
   updated_at: string;
@@ -29,6 +31,8 @@ export interface ClientUpdate {
   grants?: string[];
   redirectPatterns?: string[];
   scopes?: string[];
+  /** Set for each scope named, removed for each one given null; others keep theirs. */
+  scopeDescriptions?: Record<string, string | null>;
 }
 
 /** What client:delete reports. */
@@ -59,6 +63,7 @@ export class ClientsService {
       redirectPatterns: input.redirectPatterns ?? [],
       // A client-credentials client without explicit scopes may use the default one.
       scopes: input.scopes?.length ? input.scopes : grants.includes('client_credentials') ? [this.env.DEFAULT_CLIENT_SCOPE] : [],
+      scopeDescriptions: input.scopeDescriptions ?? {},
     });
     const secret = generateClientSecret();
     const client = await this.clients.insert({
@@ -67,6 +72,7 @@ export class ClientsService {
       grants: dto.grants,
       redirectPatterns: dto.redirectPatterns,
       scopes: dto.scopes,
+      scopeDescriptions: dto.scopeDescriptions,
       enabled: true,
       secretHash: hashClientSecret(secret),
       previousSecretHash: null,
@@ -109,8 +115,8 @@ export class ClientsService {
    * a grant, redirect or scope taken away is refused from the next request on.
    */
   async update(id: string, update: ClientUpdate): Promise<ClientView> {
-    const given = Object.fromEntries(Object.entries(update).filter(([, value]) => value !== undefined)) as ClientUpdate;
-    if (Object.keys(given).length === 0) throw invalidInput('nothing to change: give --name, --grant, --redirect or --scope');
+    const { scopeDescriptions, ...given } = Object.fromEntries(Object.entries(update).filter(([, value]) => value !== undefined)) as ClientUpdate;
+    if (Object.keys(given).length === 0 && !scopeDescriptions) throw invalidInput('nothing to change: give --name, --grant, --redirect, --scope or --scope-description');
     if (given.grants?.length === 0) throw invalidInput('a client needs at least one grant');
     const dto = await validateInput(CreateClientDto, given, { whitelist: true, forbidNonWhitelisted: true, skipMissingProperties: true });
     const client = await this.clients.update(id, {
@@ -118,9 +124,23 @@ export class ClientsService {
       ...(given.grants ? { grants: dto.grants } : {}),
       ...(given.redirectPatterns ? { redirectPatterns: dto.redirectPatterns } : {}),
       ...(given.scopes ? { scopes: dto.scopes } : {}),
+      ...(scopeDescriptions || given.scopes ? { scopeDescriptions: await this.describedScopes(id, scopeDescriptions ?? {}, given.scopes) } : {}),
     });
     if (!client) throw notFound(`no client with id "${id}"`);
     return toView(client);
+  }
+
+  /**
+   * The descriptions after an update: the stored ones with `changes` applied, for the scopes the
+   * client will have (a scope taken away loses its description). Each one set is checked against those scopes.
+   */
+  private async describedScopes(id: string, changes: Record<string, string | null>, newScopes?: string[]): Promise<Record<string, string>> {
+    const current = await this.require(id);
+    const scopes = newScopes ?? current.scopes;
+    const set = Object.fromEntries(Object.entries(changes).filter(([, text]) => text !== null));
+    await validateInput(CreateClientDto, { scopes, scopeDescriptions: set }, { skipMissingProperties: true });
+    const merged = { ...current.scopeDescriptions, ...changes };
+    return Object.fromEntries(Object.entries(merged).filter((entry): entry is [string, string] => entry[1] !== null && scopes.includes(entry[0])));
   }
 
   /**
@@ -135,6 +155,11 @@ export class ClientsService {
     this.clients.forget(id);
     if (!deleted) throw notFound(`no client with id "${id}"`);
     return { client_id: id, name: deleted.name, deleted_at: deleted.deleted_at.toISOString(), revoked_grants: deleted.revokedGrants };
+  }
+
+  /** The client `id` unless it was deleted, enabled or not. */
+  find(id: string): Promise<ClientEntity | null> {
+    return this.clients.findById(id);
   }
 
   /** The client `id` when it exists and is enabled. */
@@ -176,6 +201,7 @@ function toView(client: ClientEntity): ClientView {
     grants: client.grants,
     redirect_patterns: client.redirectPatterns,
     scopes: client.scopes,
+    scope_descriptions: client.scopeDescriptions,
     enabled: client.enabled,
     created_at: client.createdAt.toISOString(),
     updated_at: client.updatedAt.toISOString(),

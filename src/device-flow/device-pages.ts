@@ -1,4 +1,4 @@
-import { credentialInputs, errorParagraph, escapeHtml, hiddenInput, pageLayout } from '../common/html/page-layout.js';
+import { credentialInputs, errorParagraph, escapeHtml, hiddenInput, PORTAL_ACCOUNT, pageLayout } from '../common/html/page-layout.js';
 import { displayUserCode } from './user-code.js';
 
 // The three steps of the verification page (RFC 8628 §3.3): enter the code, sign in, approve or
@@ -34,7 +34,7 @@ export function deviceSignInPage(view: DeviceRequestView & { username?: string; 
   return pageLayout(
     'Sign in',
     `<h1>Sign in</h1>
-<p>to connect <strong>${escapeHtml(view.clientName)}</strong> with the code <span class="code">${displayUserCode(view.userCode)}</span></p>
+<p>Use your ${PORTAL_ACCOUNT} to connect <strong>${escapeHtml(view.clientName)}</strong> with the code <span class="code">${displayUserCode(view.userCode)}</span>.</p>
 ${errorParagraph(view.error, 'login-error')}<form method="post" action="${ACTION}" novalidate>
 ${hiddenInput('csrf_token', view.csrfToken)}
 ${hiddenInput('user_code', view.userCode)}
@@ -44,10 +44,14 @@ ${credentialInputs(view.username, view.error ? 'login-error' : undefined)}
   );
 }
 
+/** One scope as the user reads it: the operator's description, else its name, shown as a name. */
+const scopeItem = (scope: string, descriptions: Record<string, string>) =>
+  `<li>${Object.hasOwn(descriptions, scope) ? escapeHtml(descriptions[scope]) : `<code>${escapeHtml(scope)}</code>`}</li>`;
+
 /** Step 3: the decision, naming the client and the scopes (RFC 8628 §5.4: the user confirms what the device asks). */
-export function approvalPage(view: DeviceRequestView & { username: string; scopes: string[]; approvalNonce: string }): string {
+export function approvalPage(view: DeviceRequestView & { username: string; scopes: string[]; scopeDescriptions: Record<string, string>; approvalNonce: string }): string {
   const asks = view.scopes.length
-    ? `<p>It asks for:</p>\n<ul class="scopes">${view.scopes.map((scope) => `<li>${escapeHtml(scope)}</li>`).join('')}</ul>`
+    ? `<p>It asks for these permissions:</p>\n<ul class="scopes">${view.scopes.map((scope) => scopeItem(scope, view.scopeDescriptions)).join('')}</ul>`
     : '<p>It asks to act for you on your account.</p>';
   return pageLayout(
     `Connect ${view.clientName}?`,
@@ -64,4 +68,12 @@ ${hiddenInput('approval', view.approvalNonce)}
 <button type="submit" name="decision" value="deny" class="secondary">Deny</button>
 </form>`,
   );
+}
+
+/** The end: the decision, naming the device and the account it was for. */
+export function decidedPage(decision: 'approved' | 'denied', view: { clientName: string; username: string }): string {
+  const [client, account] = [`<strong>${escapeHtml(view.clientName)}</strong>`, `<strong>${escapeHtml(view.username)}</strong>`];
+  return decision === 'approved'
+    ? pageLayout('Device connected', `<h1>Device connected</h1>\n<p>${client} is now signed in as ${account}. Return to your device: it will finish by itself.</p>`)
+    : pageLayout('Request denied', `<h1>Request denied</h1>\n<p>${client} was not connected to your account (${account}). You can close this page.</p>`);
 }

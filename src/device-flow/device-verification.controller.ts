@@ -30,12 +30,12 @@ export class DeviceVerificationController {
   @ApiBody({ type: DeviceVerificationFormDto })
   @ApiOperation({
     summary:
-      'One step of the verification page: `user_code` → the sign-in form; with `username`, `password` → the approval form naming the client and scopes; with `decision` (approve or deny) → done. A wrong or expired code: the code form again, 400',
+      'One step of the verification page: `user_code` → the sign-in form; with `username`, `password` → the approval form naming the client, the account and the scopes (by the descriptions an operator set); with `decision` (approve or deny) → done, naming the client and the account. A code not accepted: the code form again, 400, saying why',
   })
   @ApiHtmlResponse(200, 'the next step: the sign-in form, the approval form, "Device connected" or "Request denied"; or the sign-in form again saying "Wrong username or password."')
   @ApiHtmlResponse(
     400,
-    'the code form again: the code is wrong, expired or already used, or missing, or the form is malformed; the sign-in form again when username or password is empty, or the approval form lacks its decision or one-time value',
+    'the code form again, saying why: the code is missing, cannot be a code (its length or letters), is unknown, expired, already approved or denied, cancelled (its account disabled or signed out), or for a disabled or removed application, or the form is malformed; the sign-in form again when username or password is empty, or the approval form lacks its decision or one-time value',
   )
   @ApiHtmlResponse(403, "the code form again when the CSRF token is missing or does not match its cookie; the sign-in form again when the approval form is not the latest sign-in's")
   @ApiHtmlResponse(429, 'too many wrong codes from this address (the code form), or too many failed sign-ins (the sign-in form)', { headers: RETRY_AFTER_HEADER })

@@ -2,18 +2,17 @@ import { Injectable } from '@nestjs/common';
 import type { ClientEntity } from '../clients/client.entity.js';
 import { ClientsService } from '../clients/clients.service.js';
 import { randomToken, sha256 } from '../common/crypto/opaque-token.js';
-import { csrfMatches, type HtmlPage } from '../common/html/html-reply.js';
+import { csrfMatches, csrfRefusal, type HtmlPage } from '../common/html/html-reply.js';
 import type { Requester } from '../common/http/requester.js';
 import { SecurityEvents } from '../common/logging/security-events.js';
-import { messagePage } from '../common/html/page-layout.js';
 import { Metrics } from '../metrics/metrics.service.js';
 import { LoginAttempts, signInRefusal } from '../oauth-helper/login-attempts.service.js';
-import { waitInWords } from '../oauth-helper/wait-in-words.js';
-import { DeviceCodesRepository } from '../token/device-codes.repository.js';
+import { DeviceCodesRepository, type FoundDeviceCode } from '../token/device-codes.repository.js';
 import { OAuthError } from '../token/oauth-error.js';
 import { type OAuthParams, readOAuthParams } from '../token/oauth-params.js';
-import { approvalPage, codeEntryPage, deviceSignInPage } from './device-pages.js';
-import { normalizeUserCode } from './user-code.js';
+import { codeMessages, flawedCodeMessage } from './code-messages.js';
+import { approvalPage, codeEntryPage, decidedPage, deviceSignInPage } from './device-pages.js';
+import { normalizeUserCode, userCodeFlaw } from './user-code.js';
 import { UserCodeThrottle } from './user-code-throttle.service.js';
 
 /** A user code that names a device authorization still waiting for its user. */
@@ -21,6 +20,7 @@ interface FoundRequest {
   userCode: string;
   client: ClientEntity;
   scope: string | null;
+  signedInUsername: string | null;
 }
 
 interface Submission {
@@ -30,6 +30,20 @@ interface Submission {
 }
 
 const page = (status: number, html: string, retryAfter?: number): HtmlPage => ({ status, html, retryAfter });
+
+/** Why a code that exists no longer waits for its user. */
+function stateMessage(userCode: string, found: FoundDeviceCode): string {
+  switch (found.state) {
+    case 'approved':
+      return codeMessages.approved(userCode);
+    case 'denied':
+      return codeMessages.denied(userCode);
+    case 'cancelled':
+      return codeMessages.cancelled(userCode, found.signedInUserDisabled);
+    default:
+      return codeMessages.expired(userCode);
+  }
+}
 
 /**
  * The verification page of the device flow (RFC 8628 §3.3): the user enters the code their
@@ -59,14 +73,17 @@ export class DeviceVerificationService {
     try {
       params = readOAuthParams(body);
     } catch (error) {
-      if (error instanceof OAuthError) return page(400, codeEntryPage({ csrfToken: csrf.fresh, error: 'The form was malformed. Enter the code again.' }));
+      if (error instanceof OAuthError) return page(400, codeEntryPage({ csrfToken: csrf.fresh, error: codeMessages.malformedForm }));
       throw error;
     }
     const typed = params.get('user_code');
     if (!csrfMatches(csrf.cookie, params.get('csrf_token'))) {
-      return page(403, codeEntryPage({ csrfToken: csrf.fresh, userCode: typed, error: 'This form expired. Please continue again.' }));
+      // Mostly a tab left open while another was used: what became of its code says more than the form's age.
+      const found = typed === undefined ? undefined : await this.find(typed, requester.address, csrf.fresh);
+      if (found && 'html' in found) return found;
+      return page(403, codeEntryPage({ csrfToken: csrf.fresh, userCode: typed, error: `${csrfRefusal(csrf.cookie)} Please continue again.` }));
     }
-    if (typed === undefined) return page(400, codeEntryPage({ csrfToken: csrf.fresh, error: 'Enter the code shown on your device.' }));
+    if (typed === undefined) return page(400, codeEntryPage({ csrfToken: csrf.fresh, error: codeMessages.missing }));
 
     const found = await this.find(typed, requester.address, csrf.fresh);
     if ('html' in found) return found;
@@ -89,9 +106,13 @@ export class DeviceVerificationService {
       return page(refusal.status, deviceSignInPage({ ...this.view(found, csrfToken), username, error: refusal.message }), refusal.retryAfter);
     }
     const approvalNonce = randomToken(32);
-    if (!(await this.deviceCodes.signIn(found.userCode, attempt.user.id, attempt.user.tokensValidAfter, sha256(approvalNonce)))) return this.codeGone(csrfToken);
+    if (!(await this.deviceCodes.signIn(found.userCode, attempt.user.id, attempt.user.tokensValidAfter, sha256(approvalNonce)))) {
+      // Still waiting: the account was signed out or disabled since its password was checked.
+      return (await this.whyNoLongerPending(found.userCode, csrfToken)) ?? page(400, deviceSignInPage({ ...this.view(found, csrfToken), username, error: 'Please sign in again.' }));
+    }
     const scopes = found.scope?.split(' ') ?? [];
-    return page(200, approvalPage({ ...this.view(found, csrfToken), username: attempt.user.username, scopes, approvalNonce }));
+    const { scopeDescriptions } = found.client;
+    return page(200, approvalPage({ ...this.view(found, csrfToken), username: attempt.user.username, scopes, scopeDescriptions, approvalNonce }));
   }
 
   /** Step 3: approve or deny, once. */
@@ -101,35 +122,44 @@ export class DeviceVerificationService {
     if (!decision || !nonce) return page(400, deviceSignInPage({ ...this.view(found, csrfToken), error: 'Please sign in again.' }));
     const decided = await this.deviceCodes.decide(found.userCode, sha256(nonce), decision);
     if (!decided) {
-      // Still pending (it was just found), so this form is not the latest sign-in's.
-      return page(403, deviceSignInPage({ ...this.view(found, csrfToken), error: 'This approval form expired. Please sign in again.' }));
+      // Still waiting, so this form is not the latest sign-in's.
+      const error = 'This approval form was replaced by a later sign-in, perhaps in another tab. Decide there, or sign in again here.';
+      return (await this.whyNoLongerPending(found.userCode, csrfToken)) ?? page(403, deviceSignInPage({ ...this.view(found, csrfToken), error }));
     }
     this.metrics.deviceAuthorizations.inc({ event: decision });
     if (decision === 'denied') this.events.emit('device.denied', { reason: 'user_denied', clientId: found.client.id, userId: decided.userId }, requester);
-    return decision === 'approved'
-      ? page(200, messagePage('Device connected', `${found.client.name} is connected. Return to your device: it will finish by itself.`))
-      : page(200, messagePage('Request denied', `${found.client.name} was not connected. You can close this page.`));
+    // The form's one-time value is the latest sign-in's (a code with one always names its user), so that user decided.
+    return page(200, decidedPage(decision, { clientName: found.client.name, username: found.signedInUsername! }));
   }
 
-  /** The request a typed code names, or the code form again: wrong, expired, or slowed down. */
+  /** The request a typed code names, or the code form again saying why not. */
   private async find(typed: string, address: string, csrfToken: string): Promise<FoundRequest | HtmlPage> {
+    // What was typed stays for the user to correct; a code that has had its use does not invite another try.
+    const refuse = (status: number, error: string, retryAfter?: number, keepTyped = true) =>
+      page(status, codeEntryPage({ csrfToken, userCode: keepTyped ? typed : undefined, error }), retryAfter);
+    // What cannot be a code is not a guess at one: refused without a query, and not counted.
+    const flaw = userCodeFlaw(typed);
+    if (flaw) return refuse(400, flawedCodeMessage(flaw));
     const wait = await this.throttle.reserve(address);
-    if (wait > 0) {
-      const error = `Too many wrong codes. Try again in ${waitInWords(wait)}.`;
-      return page(429, codeEntryPage({ csrfToken, userCode: typed, error }), wait);
-    }
-    const userCode = normalizeUserCode(typed);
-    const pending = userCode ? await this.deviceCodes.findPending(userCode) : null;
-    const client = pending ? await this.clients.findEnabled(pending.clientId) : null;
-    if (!userCode || !pending || !client) {
-      return page(400, codeEntryPage({ csrfToken, userCode: typed, error: 'That code is wrong or has expired. Check the code on your device.' }));
-    }
+    if (wait > 0) return refuse(429, codeMessages.throttled(wait), wait);
+    const userCode = normalizeUserCode(typed)!;
+    const found = await this.deviceCodes.findByUserCode(userCode);
+    if (!found) return refuse(400, codeMessages.unknown(userCode));
+    // The client first: deleting one also cancels its codes, and "removed" is the reason to give.
+    const client = await this.clients.find(found.clientId);
+    if (!client) return refuse(400, codeMessages.clientDeleted(userCode));
+    if (!client.enabled) return refuse(400, codeMessages.clientDisabled(userCode, client.name));
+    if (found.state !== 'pending') return refuse(400, stateMessage(userCode, found), undefined, false);
     await this.throttle.forgive(address);
-    return { userCode, client, scope: pending.scope };
+    return { userCode, client, scope: found.scope, signedInUsername: found.signedInUsername };
   }
 
-  private codeGone(csrfToken: string): HtmlPage {
-    return page(400, codeEntryPage({ csrfToken, error: 'That code has expired or was already used. Start again on your device.' }));
+  /** The code stopped waiting while this step ran (another tab decided, it expired, a sign-out voided it): why; null if it still waits. */
+  private async whyNoLongerPending(userCode: string, csrfToken: string): Promise<HtmlPage | null> {
+    const found = await this.deviceCodes.findByUserCode(userCode);
+    if (found?.state === 'pending') return null;
+    const error = found ? stateMessage(userCode, found) : codeMessages.expired(userCode);
+    return page(400, codeEntryPage({ csrfToken, error }));
   }
 
   private view(found: FoundRequest, csrfToken: string) {

@@ -20,13 +20,25 @@ export function generateUserCode(): string {
 /** As the device shows it: `XXXX-XXXX`. */
 export const displayUserCode = (code: string) => `${code.slice(0, 4)}-${code.slice(4)}`;
 
-/**
- * What a user typed, as stored: case, spaces and dashes ignored (any Unicode space or dash: a
- * phone keyboard may turn `-` into `‑` or `–`); null when it cannot be a user code at all (so it
- * is refused without a query).
- */
+/** What a user typed, without what is ignored: case, spaces and dashes (any Unicode space or dash: a phone keyboard may turn `-` into `‑` or `–`). */
+const stripUserCode = (typed: string) => typed.replace(/[\s\p{Pd}]/gu, '').toUpperCase();
+
+/** What a user typed, as stored; null when it cannot be a user code at all (so it is refused without a query). */
 export function normalizeUserCode(typed: string): string | null {
   if (typed.length > 64) return null;
-  const code = typed.replace(/[\s\p{Pd}]/gu, '').toUpperCase();
+  const code = stripUserCode(typed);
   return USER_CODE.test(code) ? code : null;
+}
+
+/** Why what a user typed cannot be a user code: its length, or the characters no code has. */
+export type UserCodeFlaw = { length: number } | { foreign: string[] };
+
+/** The flaw of what a user typed; null when it can be a user code. */
+export function userCodeFlaw(typed: string): UserCodeFlaw | null {
+  if (typed.length > 64) return { length: typed.length };
+  const code = stripUserCode(typed);
+  const length = [...code].length;
+  if (length !== USER_CODE_LENGTH) return { length };
+  const foreign = [...new Set([...code].filter((char) => !USER_CODE_ALPHABET.includes(char)))];
+  return foreign.length ? { foreign } : null;
 }

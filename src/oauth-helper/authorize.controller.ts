@@ -21,7 +21,7 @@ export class AuthorizeController {
   @ApiQuery({ name: 'client_id', description: 'as in authorize_url' })
   @ApiQuery({ name: 'state', description: 'as in authorize_url: the sign-in link issued by the helper configuration route' })
   @ApiHtmlResponse(200, 'the login form naming the client and, with a redirect_url, the host the code goes to')
-  @ApiHtmlResponse(400, 'error page: an unsupported response_type, an unknown or disabled client, or a state that is invalid, expired, another client\'s or already used')
+  @ApiHtmlResponse(400, 'error page naming its cause: a malformed link, an unsupported response_type, an unknown or a disabled client, or a state that is expired, already used, or missing, changed or another client\'s')
   @ApiUnavailableResponse()
   async show(@Query() query: unknown, @Req() request: FastifyRequest, @Res() reply: FastifyReply) {
     const csrfToken = pageCsrfToken(request, PAGE_PATH);
@@ -33,7 +33,7 @@ export class AuthorizeController {
   @ApiConsumes('application/x-www-form-urlencoded')
   @ApiBody({ type: LoginFormDto })
   @ApiOperation({ summary: 'Submit the login form: 302 to the device with code and state, or a "return to your device" page' })
-  @ApiHtmlResponse(200, '"return to your device" (the device polls for its code), or the login form again saying "Wrong username or password."')
+  @ApiHtmlResponse(200, '"You\'re signed in", naming the client and the account (the device polls for its code), or the login form again saying "Wrong username or password."')
   @ApiResponse({
     status: 302,
     description: "to the device's redirect URL with `code` and `state` added",

@@ -1,4 +1,4 @@
-import { credentialInputs, errorParagraph, escapeHtml, hiddenInput, pageLayout } from '../common/html/page-layout.js';
+import { credentialInputs, errorParagraph, escapeHtml, hiddenInput, PORTAL_ACCOUNT, pageLayout } from '../common/html/page-layout.js';
 
 export interface LoginForm {
   clientName: string;
@@ -16,7 +16,7 @@ export function loginPage(form: LoginForm): string {
   return pageLayout(
     'Sign in',
     `<h1>Sign in</h1>
-<p>to continue to <strong>${escapeHtml(form.clientName)}</strong></p>
+<p>Use your ${PORTAL_ACCOUNT} to continue to <strong>${escapeHtml(form.clientName)}</strong>.</p>
 ${form.deviceHost ? `<p>Your sign-in is sent to the device at <strong>${escapeHtml(form.deviceHost)}</strong>. Continue only if that is yours.</p>\n` : ''}${errorParagraph(form.error, 'login-error')}<form method="post" action="/sso/authorize" novalidate>
 ${hiddenInput('response_type', 'code')}
 ${hiddenInput('client_id', form.clientId)}
@@ -25,5 +25,14 @@ ${hiddenInput('csrf_token', form.csrfToken)}
 ${credentialInputs(form.username, form.error ? 'login-error' : undefined)}
 <button type="submit">Sign in</button>
 </form>`,
+  );
+}
+
+/** After a sign-in for a device that polls for its code: which application, as whom, and what next. */
+export function signedInPage(view: { clientName: string; username: string }): string {
+  return pageLayout(
+    "You're signed in",
+    `<h1>You're signed in</h1>
+<p><strong>${escapeHtml(view.clientName)}</strong> is now signed in as <strong>${escapeHtml(view.username)}</strong>. Return to your device: it will finish signing in by itself.</p>`,
   );
 }

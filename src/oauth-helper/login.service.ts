@@ -2,14 +2,14 @@ import { Injectable } from '@nestjs/common';
 import type { ClientEntity } from '../clients/client.entity.js';
 import { ClientsService } from '../clients/clients.service.js';
 import { isRedirectAllowed } from '../clients/redirect-pattern.js';
-import { csrfMatches, type HtmlPage } from '../common/html/html-reply.js';
+import { csrfMatches, csrfRefusal, type HtmlPage } from '../common/html/html-reply.js';
 import type { Requester } from '../common/http/requester.js';
 import { messagePage } from '../common/html/page-layout.js';
 import { AuthorizationCodeIssuer } from '../token/authorization-code-issuer.js';
 import { OAuthError } from '../token/oauth-error.js';
 import { type OAuthParams, readOAuthParams } from '../token/oauth-params.js';
 import { ApprovedStates } from './approved-states.js';
-import { loginPage } from './login-page.js';
+import { loginPage, signedInPage } from './login-page.js';
 import { LoginAttempts, signInRefusal } from './login-attempts.service.js';
 import { InvalidState, type StateClaims, StateTokens } from './state-tokens.service.js';
 
@@ -22,11 +22,14 @@ interface VerifiedRequest {
   claims: StateClaims;
 }
 
-const errorPage = (message: string): AuthorizeOutcome => ({
+const errorPage = (message: string, title = 'This sign-in link does not work'): AuthorizeOutcome => ({
   kind: 'page',
   status: 400,
-  html: messagePage('This sign-in link does not work', `${message} Start the sign-in again from your device.`),
+  html: messagePage(title, message),
 });
+const AGAIN = 'Start the sign-in again from your device.';
+/** A stale tab or the browser's history: the user may already be done. */
+const alreadyUsed = () => errorPage(`This link has already been used to sign in. If your device is not signed in, ${AGAIN.toLowerCase()}`, 'This sign-in link was already used');
 
 /** The login page of the helper flow: checks the sign-in link, the user, and completes the authorization. */
 @Injectable()
@@ -49,7 +52,7 @@ export class LoginService {
     if ('kind' in request) return request;
     const params = readOAuthParams(body);
     if (!csrfMatches(csrf.cookie, params.get('csrf_token'))) {
-      return this.form(request, csrf.fresh, 403, 'Your sign-in form expired. Please sign in again.');
+      return this.form(request, csrf.fresh, 403, `${csrfRefusal(csrf.cookie)} Please sign in again.`);
     }
     const username = params.get('username');
     const password = params.get('password');
@@ -63,7 +66,7 @@ export class LoginService {
     return this.complete(request, attempt.user);
   }
 
-  private async complete({ client, state, claims }: VerifiedRequest, user: { id: string; tokensValidAfter: Date | null }): Promise<AuthorizeOutcome> {
+  private async complete({ client, state, claims }: VerifiedRequest, user: { id: string; username: string; tokensValidAfter: Date | null }): Promise<AuthorizeOutcome> {
     const approval = {
       stateId: claims.jti,
       clientId: client.id,
@@ -74,17 +77,17 @@ export class LoginService {
       stateExpiresAt: new Date(claims.exp * 1000),
     };
     if (!claims.redirect_url) {
-      if (!(await this.codes.approveForPolling(approval))) return errorPage('This sign-in link was already used.');
+      if (!(await this.codes.approveForPolling(approval))) return alreadyUsed();
       // Every instance hears of it by NOTIFY; this one knows at once, for a device polling here.
       this.approved.add(claims.jti, claims.exp * 1000);
-      return { kind: 'page', status: 200, html: messagePage("You're signed in", 'Return to your device: it will finish signing in by itself.') };
+      return { kind: 'page', status: 200, html: signedInPage({ clientName: client.name, username: user.username }) };
     }
     // The state's signature proves the URL unchanged since it was checked; it is checked again
     // in case an operator has removed the pattern since.
     const location = new URL(claims.redirect_url);
-    if (!isRedirectAllowed(location, client.redirectPatterns)) return errorPage('The device address is no longer allowed for this application.');
+    if (!isRedirectAllowed(location, client.redirectPatterns)) return errorPage(`The device address is no longer allowed for this application. ${AGAIN}`);
     const code = await this.codes.approveWithRedirect(approval);
-    if (!code) return errorPage('This sign-in link was already used.');
+    if (!code) return alreadyUsed();
     location.searchParams.append('code', code);
     location.searchParams.append('state', state);
     return { kind: 'redirect', location: location.href };
@@ -96,19 +99,22 @@ export class LoginService {
     try {
       params = readOAuthParams(input);
     } catch (error) {
-      if (error instanceof OAuthError) return errorPage('The request is malformed.');
+      if (error instanceof OAuthError) return errorPage(`The link is malformed: a parameter is repeated or holds a character it cannot. ${AGAIN}`);
       throw error;
     }
-    if (params.get('response_type') !== 'code') return errorPage('The request asks for an unsupported response type.');
-    const client = await this.clients.findEnabled(params.get('client_id') ?? '');
-    if (!client) return errorPage('The application is unknown or disabled.');
+    if (params.get('response_type') !== 'code') return errorPage(`The link asks for an unsupported response type. ${AGAIN}`);
+    const client = await this.clients.find(params.get('client_id') ?? '');
+    if (!client) return errorPage('The link is for an application that is not registered here. Check the address, or ask the maker of your device.');
+    if (!client.enabled) return errorPage(`${client.name} has been disabled by an administrator, so it cannot sign in.`);
     const state = params.get('state');
     try {
       const claims = await this.states.verify(state, client.id);
-      if (await this.codes.isStateUsed(claims.jti)) return errorPage('This sign-in link was already used.');
+      if (await this.codes.isStateUsed(claims.jti)) return alreadyUsed();
       return { client, state: state!, claims };
     } catch (error) {
-      if (error instanceof InvalidState) return errorPage('The sign-in link is invalid or has expired.');
+      if (error instanceof InvalidState) {
+        return error.expired ? errorPage(`Sign-in links work for a few minutes only. ${AGAIN}`, 'This sign-in link has expired') : errorPage(`The link is incomplete or was changed. ${AGAIN}`);
+      }
       throw error;
     }
   }

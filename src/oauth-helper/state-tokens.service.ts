@@ -15,7 +15,14 @@ export interface StateClaims {
   exp: number;
 }
 
-export class InvalidState extends Error {}
+const EXPIRED = 'state has expired';
+
+export class InvalidState extends Error {
+  /** Genuine but past its lifetime, as opposed to missing, changed or another client's. */
+  get expired(): boolean {
+    return this.message === EXPIRED;
+  }
+}
 
 /** The helper's `state`: a signed JWT, unique per call, bound to client, redirect URL and PKCE challenge. */
 @Injectable()
@@ -50,7 +57,8 @@ export class StateTokens {
     try {
       return await this.signer.verify<StateClaims>(state, { typ: STATE_TYP, issuer: this.env.identityUrl });
     } catch (error) {
-      if (error instanceof InvalidJwt) throw new InvalidState('state is invalid or expired');
+      // jsonwebtoken checks the expiry after the signature, and JwtSigner keeps its message.
+      if (error instanceof InvalidJwt) throw new InvalidState(error.message === 'jwt expired' ? EXPIRED : 'state is invalid');
       throw error;
     }
   }

@@ -16,9 +16,21 @@ export interface NewDeviceCode {
   intervalSeconds: number;
 }
 
-export interface PendingDeviceCode {
+/**
+ * What a user code names, as the verification page explains it: still waiting for its user, or
+ * why not. 'cancelled': a sign-out voided it (the account that signed in for it was signed out or
+ * disabled).
+ */
+export type UserCodeState = 'pending' | 'expired' | 'approved' | 'denied' | 'cancelled';
+
+export interface FoundDeviceCode {
   clientId: string;
   scope: string | null;
+  state: UserCodeState;
+  /** Who signed in for it on the verification page, if anyone: named on the page that ends it. */
+  signedInUsername: string | null;
+  /** Whether that account has been disabled since. */
+  signedInUserDisabled: boolean;
 }
 
 /** What one poll of a device code finds (RFC 8628 §3.5), after which the poll is recorded. */
@@ -81,13 +93,22 @@ export class DeviceCodesRepository {
     }
   }
 
-  /** The authorization a user code names while it still waits for its user's decision. */
-  async findPending(userCode: string): Promise<PendingDeviceCode | null> {
-    const [row]: { client_id: string; scope: string | null }[] = await this.dataSource.query(
-      `SELECT client_id, scope FROM device_codes WHERE user_code = $1 AND status = 'pending' AND voided_at IS NULL AND expires_at > now()`,
+  /** The authorization a user code names, in whatever state (decided ones stay until purged after they expire). */
+  async findByUserCode(userCode: string): Promise<FoundDeviceCode | null> {
+    const [row]: { client_id: string; scope: string | null; state: UserCodeState; username: string | null; disabled: boolean }[] = await this.dataSource.query(
+      `SELECT d.client_id, d.scope, u.username, u.disabled_at IS NOT NULL AS disabled,
+         CASE
+           WHEN d.consumed_at IS NOT NULL THEN 'approved'
+           WHEN d.voided_at IS NOT NULL THEN 'cancelled'
+           WHEN d.status <> 'pending' THEN d.status
+           WHEN d.expires_at <= now() THEN 'expired'
+           ELSE 'pending'
+         END AS state
+       FROM device_codes d LEFT JOIN portal_users u ON u.id = d.signed_in_user_id
+       WHERE d.user_code = $1`,
       [userCode],
     );
-    return row ? { clientId: row.client_id, scope: row.scope } : null;
+    return row && { clientId: row.client_id, scope: row.scope, state: row.state, signedInUsername: row.username, signedInUserDisabled: row.disabled === true };
   }
 
   /**

@@ -25,6 +25,7 @@ const CLIENT_VIEW_KEYS = [
   'name',
   'previous_secret_expires_at',
   'redirect_patterns',
+  'scope_descriptions',
   'scopes',
   'updated_at',
 ].sort();
@@ -61,6 +62,7 @@ type ClientView = {
   grants: string[];
   redirect_patterns: string[];
   scopes: string[];
+  scope_descriptions: Record<string, string>;
   enabled: boolean;
   created_at: string;
   updated_at: string;
@@ -118,6 +120,7 @@ describe('client:create', () => {
       created_at: expect.stringMatching(ISO_TIMESTAMP),
       updated_at: expect.stringMatching(ISO_TIMESTAMP),
       previous_secret_expires_at: null,
+      scope_descriptions: {},
     });
     expect(alpha.client_id.length).toBeGreaterThan(0);
     expect(alphaRun.stderr).not.toContain(alpha.client_secret);
@@ -136,6 +139,7 @@ describe('client:create', () => {
       created_at: expect.stringMatching(ISO_TIMESTAMP),
       updated_at: expect.stringMatching(ISO_TIMESTAMP),
       previous_secret_expires_at: null,
+      scope_descriptions: {},
     });
     expect(beta.client_id).not.toBe(alpha.client_id);
     expect(beta.client_secret).not.toBe(alpha.client_secret);

@@ -131,7 +131,7 @@ describe('the device flow with openid-client and the verification page in a real
     await page.getByLabel('Code').fill(typo);
     await page.getByRole('button', { name: 'Continue' }).click();
     expect(await heading(page)).toBe('Connect a device');
-    expect(await page.getByRole('alert').textContent()).toBe('That code is wrong or has expired. Check the code on your device.');
+    expect(await page.getByRole('alert').textContent()).toBe(`No device is waiting for the code ${typo.toUpperCase().slice(0, 4)}-${typo.toUpperCase().slice(4)}. Check the code on your device.`);
     expect(await page.getByLabel('Code').inputValue()).toBe(typo);
     await screenshot(page, '1-code-error');
 
@@ -139,7 +139,7 @@ describe('the device flow with openid-client and the verification page in a real
     await page.getByRole('button', { name: 'Continue' }).click();
     expect(await heading(page)).toBe('Sign in');
     // The user sees what they are connecting, and the code as their device shows it.
-    expect(await page.locator('main > p').first().textContent()).toBe(`to connect ${deviceName} with the code ${code}`);
+    expect(await page.locator('main > p').first().textContent()).toBe(`Use your voyage-planning portal account to connect ${deviceName} with the code ${code}.`);
     await screenshot(page, '2-sign-in');
 
     await signIn(page, 'not the password');
@@ -161,7 +161,7 @@ describe('the device flow with openid-client and the verification page in a real
 
     await page.getByRole('button', { name: 'Approve' }).click();
     expect(await heading(page)).toBe('Device connected');
-    expect(await page.locator('main > p').textContent()).toBe(`${deviceName} is connected. Return to your device: it will finish by itself.`);
+    expect(await page.locator('main > p').textContent()).toBe(`${deviceName} is now signed in as ${user.username}. Return to your device: it will finish by itself.`);
     await screenshot(page, '4-connected');
 
     const tokens = await polling.outcome;
@@ -200,7 +200,7 @@ describe('the device flow with openid-client and the verification page in a real
 
     await page.getByRole('button', { name: 'Deny' }).click();
     expect(await heading(page)).toBe('Request denied');
-    expect(await page.locator('main > p').textContent()).toBe(`${deviceName} was not connected. You can close this page.`);
+    expect(await page.locator('main > p').textContent()).toBe(`${deviceName} was not connected to your account (${user.username}). You can close this page.`);
     await screenshot(page, '4-denied');
 
     // openid-client stops polling and surfaces the token endpoint's RFC 8628 §3.5 error.

@@ -82,26 +82,49 @@ describe('the verification page /sso/device', () => {
       const page = await (await VerificationPage.open(app, '', from())).submit({ user_code: typed });
       expect(page.status, typed).toBe(200);
       expect(heading(page)).toBe('Sign in');
-      expect(page.html).toContain(`to connect <strong>${await clientName(tv)}</strong>`);
+      expect(page.html).toContain(`Use your voyage-planning portal account to connect <strong>${await clientName(tv)}</strong>`);
       expect(page.html).toContain(authorization.user_code);
       expect(page.html).toMatch(/name="username"[\s\S]*name="password"/);
     }
     expect((await stored(app, authorization)).status).toBe('pending');
   });
 
-  it('shows the code form again with 400 for a wrong, an expired, or a disabled client\'s code, keeping what was typed', async () => {
+  it('shows the code form again with 400 saying why for what cannot be a code, an unknown or expired code, or one of a disabled or removed application, keeping what was typed unless it expired', async () => {
     const expired = await startDeviceAuthorization(app, tv);
     await query(app.databaseUrl, `UPDATE device_codes SET expires_at = now() - interval '1 second' WHERE device_code_hash = $1`, [storedHash(expired.device_code)]);
     const disabledClient = await createClient(app, { grants: [DEVICE_GRANT] });
     const ofDisabled = await startDeviceAuthorization(app, disabledClient);
     await app.get(ClientsService).setEnabled(disabledClient.id, false);
-    for (const typed of ['BCDF-GHJK', 'not a code', 'AAAA-AAAA', expired.user_code, ofDisabled.user_code, 'x'.repeat(500)]) {
+    const deleted = await createClient(app, { grants: [DEVICE_GRANT] });
+    const ofDeleted = await startDeviceAuthorization(app, deleted);
+    await app.get(ClientsService).delete(deleted.id);
+    for (const [typed, error] of [
+      ['BCDF-GHJK', 'No device is waiting for the code BCDF-GHJK. Check the code on your device.'],
+      ['not a code', 'A code never has "O", "A" or "E". Check the code on your device.'],
+      ['AAAA-AAAA', 'A code never has "A". Check the code on your device.'],
+      ['bcd1-ghe!', 'A code never has "1", "E" or "!". Check the code on your device.'],
+      ['BCD', 'That code has 3 characters, but a code has 8 letters. Check the code on your device.'],
+      ['B', 'That code has 1 character, but a code has 8 letters. Check the code on your device.'],
+      [expired.user_code, `The code ${expired.user_code} has expired. Start again on your device to get a new one.`],
+      [ofDisabled.user_code, `The code ${ofDisabled.user_code} is for ${await clientName(disabledClient)}, which an administrator has disabled: it cannot be connected.`],
+      [ofDeleted.user_code, `The code ${ofDeleted.user_code} is for an application that has been removed: it cannot be connected.`],
+      ['x'.repeat(500), 'That code has 500 characters, but a code has 8 letters. Check the code on your device.'],
+    ]) {
       const page = await (await VerificationPage.open(app, '', from())).submit({ user_code: typed });
       expect(page.status, typed).toBe(400);
-      expect(page.error).toBe('That code is wrong or has expired. Check the code on your device.');
+      expect(page.error).toBe(error);
       expect(heading(page)).toBe('Connect a device');
-      expect(page.typedCode).toBe(typed);
+      // An expired code is not a typo: the field is emptied for the new code.
+      expect(page.typedCode).toBe(typed === expired.user_code ? '' : typed);
     }
+  });
+
+  it('does not count what cannot be a code as a wrong code', async () => {
+    const headers = from();
+    const page = await VerificationPage.open(app, '', headers);
+    for (let i = 0; i < 12; i++) expect((await page.submit({ user_code: 'BCDF' })).status).toBe(400);
+    const authorization = await startDeviceAuthorization(app, tv);
+    expect((await page.submit({ user_code: authorization.user_code })).status).toBe(200);
   });
 
   it('asks for the code when none was typed, without counting it as a wrong one', async () => {
@@ -144,7 +167,7 @@ describe('the verification page /sso/device', () => {
       body: new URLSearchParams({ csrf_token: 'a'.repeat(43), user_code: authorization.user_code, username: user.username, password: user.password }),
     });
     expect(forged.status).toBe(403);
-    expect(await forged.text()).toContain('This form expired. Please continue again.');
+    expect(await forged.text()).toContain('Your browser did not send this page&#39;s cookie: allow cookies for this site. Please continue again.');
 
     const page = await VerificationPage.open(app, '', from());
     await page.submit({ user_code: authorization.user_code });
@@ -189,7 +212,8 @@ describe('the verification page /sso/device', () => {
     await page.submit({ username: user.username, password: user.password });
     expect(page.status).toBe(200);
     expect(heading(page)).toBe(`Connect <strong>${await clientName(tv)}</strong>?`);
-    expect(page.html).toContain('<li>voyages:read</li><li>reports:read</li>');
+    // No description set: each scope is shown by its name, as code.
+    expect(page.html).toContain('<li><code>voyages:read</code></li><li><code>reports:read</code></li>');
     expect(page.html).toContain(`signed in as <strong>${user.username}</strong>`);
     expect(page.html).toContain('<button type="submit" name="decision" value="approve">Approve</button>');
     expect(page.html).toContain('<button type="submit" name="decision" value="deny" class="secondary">Deny</button>');
@@ -230,7 +254,7 @@ describe('the verification page /sso/device', () => {
 
     await first.submit({ ...earlierForm, decision: 'approve' });
     expect(first.status).toBe(403);
-    expect(first.error).toBe('This approval form expired. Please sign in again.');
+    expect(first.error).toBe('This approval form was replaced by a later sign-in, perhaps in another tab. Decide there, or sign in again here.');
     expect((await stored(app, authorization)).status).toBe('pending');
 
     const secondForm = second.hidden;
@@ -252,7 +276,7 @@ describe('the verification page /sso/device', () => {
     const replay = await VerificationPage.open(app, '', from());
     await replay.submit({ user_code: form.user_code, approval: form.approval, decision: 'approve' });
     expect(replay.status).toBe(400);
-    expect(replay.error).toBe('That code is wrong or has expired. Check the code on your device.');
+    expect(replay.error).toBe(`The code ${form.user_code.slice(0, 4)}-${form.user_code.slice(4)} was already denied, perhaps in another tab: the device was not connected. To connect it, start again on your device.`);
     expect((await stored(app, authorization)).status).toBe('denied');
     expect((await pollDeviceToken(app, tv, authorization.device_code)).body).toMatchObject({ error: 'access_denied' });
   });

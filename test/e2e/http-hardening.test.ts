@@ -423,7 +423,7 @@ describe('the CSRF cookie of the login page', () => {
     const plainName = await submit(html, `vc_csrf=${token}`, user);
     expect(plainName.status).toBe(403);
     const retry = await plainName.text();
-    expect(retry).toContain('Your sign-in form expired. Please sign in again.');
+    expect(retry).toContain('Your browser did not send this page&#39;s cookie: allow cookies for this site. Please sign in again.');
     const signedIn = await submit(retry, cookieOf(plainName)[0], user);
     expect(signedIn.status).toBe(200);
     expect(await signedIn.text()).toContain('Return to your device');

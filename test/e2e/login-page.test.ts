@@ -129,10 +129,10 @@ describe('/sso/authorize login page', () => {
     it('names the client asking, and the host the sign-in goes to when there is one', async () => {
       const named = await app.get(ClientsService).create({ name: 'Bridge display', redirectPatterns: ['http://192.168.0.0/16:*/cb'] });
       const toDevice = await openPage((await issueState(app, named.client_id, { redirect_url: LAN_URL })).authorize_url);
-      expect(toDevice.html).toContain('to continue to <strong>Bridge display</strong>');
+      expect(toDevice.html).toContain('<p>Use your voyage-planning portal account to continue to <strong>Bridge display</strong>.</p>');
       expect(toDevice.html).toContain('sent to the device at <strong>192.168.17.4:8080</strong>');
       const polled = await openPage((await issueState(app, named.client_id)).authorize_url);
-      expect(polled.html).toContain('to continue to <strong>Bridge display</strong>');
+      expect(polled.html).toContain('<p>Use your voyage-planning portal account to continue to <strong>Bridge display</strong>.</p>');
       expect(polled.html).not.toContain('sent to the device at');
     });
 
@@ -145,47 +145,54 @@ describe('/sso/authorize login page', () => {
     });
 
     describe('a sign-in link that does not work', () => {
-      const expectErrorPage = async (response: Response) => {
+      /** An error page, titled and worded for its cause. */
+      const expectErrorPage = async (response: Response, message: string, title = ERROR_TITLE) => {
         expect(response.status).toBe(400);
         expect(response.headers.get('location')).toBeNull();
         expect(response.headers.get('content-type')).toBe('text/html; charset=utf-8');
         expect(response.headers.get('cache-control')).toBe('no-store');
         const html = await response.text();
-        expect(html).toContain(ERROR_TITLE);
+        expect(html).toContain(`<h1>${title}</h1>\n<p>${message}</p>`);
         expect(html).not.toContain('<form');
       };
+      const CHANGED = 'The link is incomplete or was changed. Start the sign-in again from your device.';
 
       // Every state here carries a redirect_url, so an OAuth-style "redirect the error" would show.
       it('answers 400 with an HTML page and no redirect for a state that is not a JWT', async () => {
-        await expectErrorPage(await fetch(authorizeUrl({ response_type: 'code', client_id: client.id, state: 'garbage' }), { redirect: 'manual' }));
+        await expectErrorPage(await fetch(authorizeUrl({ response_type: 'code', client_id: client.id, state: 'garbage' }), { redirect: 'manual' }), CHANGED);
       });
 
       it('answers 400 with an HTML page and no redirect without a state', async () => {
-        await expectErrorPage(await fetch(authorizeUrl({ response_type: 'code', client_id: client.id }), { redirect: 'manual' }));
+        await expectErrorPage(await fetch(authorizeUrl({ response_type: 'code', client_id: client.id }), { redirect: 'manual' }), CHANGED);
       });
 
       it('answers 400 with an HTML page and no redirect for an unknown client', async () => {
         const { state } = await issueState(app, client.id, { redirect_url: DEVICE_URL });
-        await expectErrorPage(await fetch(authorizeUrl({ response_type: 'code', client_id: 'no-such-client', state }), { redirect: 'manual' }));
+        await expectErrorPage(
+          await fetch(authorizeUrl({ response_type: 'code', client_id: 'no-such-client', state }), { redirect: 'manual' }),
+          'The link is for an application that is not registered here. Check the address, or ask the maker of your device.',
+        );
       });
 
       it('answers 400 with an HTML page and no redirect for a disabled client', async () => {
         const disabled = await createClient(app, { redirectPatterns: [DEVICE_URL] });
         const { authorize_url } = await issueState(app, disabled.id, { redirect_url: DEVICE_URL });
         await app.get(ClientsService).setEnabled(disabled.id, false);
-        await expectErrorPage(await fetch(authorize_url, { redirect: 'manual' }));
+        const { name } = await app.get(ClientsService).show(disabled.id);
+        await expectErrorPage(await fetch(authorize_url, { redirect: 'manual' }), `${name} has been disabled by an administrator, so it cannot sign in.`);
       });
 
       it('answers 400 with an HTML page and no redirect for a response_type other than code', async () => {
         const { state } = await issueState(app, client.id, { redirect_url: DEVICE_URL });
-        await expectErrorPage(await fetch(authorizeUrl({ response_type: 'token', client_id: client.id, state }), { redirect: 'manual' }));
-        await expectErrorPage(await fetch(authorizeUrl({ client_id: client.id, state }), { redirect: 'manual' }));
+        const unsupported = 'The link asks for an unsupported response type. Start the sign-in again from your device.';
+        await expectErrorPage(await fetch(authorizeUrl({ response_type: 'token', client_id: client.id, state }), { redirect: 'manual' }), unsupported);
+        await expectErrorPage(await fetch(authorizeUrl({ client_id: client.id, state }), { redirect: 'manual' }), unsupported);
       });
 
       it('answers 400 with an HTML page and no redirect for a state of another client', async () => {
         const other = await createClient(app, { redirectPatterns: [DEVICE_URL] });
         const { state } = await issueState(app, other.id, { redirect_url: DEVICE_URL });
-        await expectErrorPage(await fetch(authorizeUrl({ response_type: 'code', client_id: client.id, state }), { redirect: 'manual' }));
+        await expectErrorPage(await fetch(authorizeUrl({ response_type: 'code', client_id: client.id, state }), { redirect: 'manual' }), CHANGED);
       });
 
       it('answers 400 with an HTML page and no redirect for an expired state', async () => {
@@ -194,25 +201,33 @@ describe('/sso/authorize login page', () => {
         const expired = await signWithServiceKey(app, { ...stateClaims(state), iat: now - 1200, exp: now - 600 });
         // The same claims, still valid, pass: only the expiry differs.
         expect((await fetch(authorizeUrl({ response_type: 'code', client_id: client.id, state: await signWithServiceKey(app, stateClaims(state)) }))).status).toBe(200);
-        await expectErrorPage(await fetch(authorizeUrl({ response_type: 'code', client_id: client.id, state: expired }), { redirect: 'manual' }));
+        await expectErrorPage(
+          await fetch(authorizeUrl({ response_type: 'code', client_id: client.id, state: expired }), { redirect: 'manual' }),
+          'Sign-in links work for a few minutes only. Start the sign-in again from your device.',
+          'This sign-in link has expired',
+        );
       });
 
       it('answers 400 with an HTML page and no redirect for a repeated parameter', async () => {
         const { state } = await issueState(app, client.id, { redirect_url: DEVICE_URL });
         const url = `${authorizeUrl({ response_type: 'code', client_id: client.id, state })}&state=${state}`;
-        await expectErrorPage(await fetch(url, { redirect: 'manual' }));
+        await expectErrorPage(await fetch(url, { redirect: 'manual' }), 'The link is malformed: a parameter is repeated or holds a character it cannot. Start the sign-in again from your device.');
       });
 
       it('answers a form post with an invalid state with 400, an HTML page and no redirect', async () => {
         const page = await openPage((await issueState(app, client.id, { redirect_url: DEVICE_URL })).authorize_url);
         const user = await createUser(app);
-        await expectErrorPage(await submit(app, page, { ...user, state: 'garbage' }));
+        await expectErrorPage(await submit(app, page, { ...user, state: 'garbage' }), CHANGED);
       });
 
       it('answers 400 with an HTML page and no redirect for a state already used to sign in', async () => {
         const { authorize_url } = await issueState(app, client.id, { redirect_url: DEVICE_URL });
         expect((await signIn(authorize_url, await createUser(app))).status).toBe(302);
-        await expectErrorPage(await fetch(authorize_url, { redirect: 'manual' }));
+        await expectErrorPage(
+          await fetch(authorize_url, { redirect: 'manual' }),
+          'This link has already been used to sign in. If your device is not signed in, start the sign-in again from your device.',
+          'This sign-in link was already used',
+        );
       });
     });
   });
@@ -236,11 +251,12 @@ describe('/sso/authorize login page', () => {
       expect(await pollStatus(code_url)).toBe(404);
     });
 
+    const STALE = 'This form is out of date: the page was used in another tab since. Please sign in again.';
     it.each([
-      ['the csrf_token field is missing', (page: LoginPage) => ({ page, fields: { csrf_token: undefined } })],
-      ['the csrf_token field differs from the cookie', (page: LoginPage) => ({ page, fields: { csrf_token: `${page.csrfToken.slice(1)}A` } })],
-      ['the cookie is missing', (page: LoginPage) => ({ page: { html: page.html }, fields: {} })],
-    ])('answers 403 with a fresh form and signs nobody in when %s', async (_name, variant) => {
+      ['the csrf_token field is missing', (page: LoginPage) => ({ page, fields: { csrf_token: undefined } }), STALE],
+      ['the csrf_token field differs from the cookie', (page: LoginPage) => ({ page, fields: { csrf_token: `${page.csrfToken.slice(1)}A` } }), STALE],
+      ['the cookie is missing', (page: LoginPage) => ({ page: { html: page.html }, fields: {} }), "Your browser did not send this page&#39;s cookie: allow cookies for this site. Please sign in again."],
+    ])('answers 403 with a fresh form, saying why, and signs nobody in when %s', async (_name, variant, message) => {
       const user = await createUser(app);
       const { authorize_url, code_url, state } = await issueState(app, client.id);
       const page = await openPage(authorize_url);
@@ -249,7 +265,7 @@ describe('/sso/authorize login page', () => {
       expect(response.status).toBe(403);
       expect(response.headers.get('location')).toBeNull();
       const html = await response.text();
-      expect(html).toContain('Your sign-in form expired. Please sign in again.');
+      expect(html).toContain(`<p class="error" role="alert" id="login-error">${message}</p>`);
       const fresh = field(html, 'csrf_token')!;
       expect(fresh).toMatch(/^[A-Za-z0-9_-]{43}$/);
       expect(fresh).not.toBe(page.csrfToken);
@@ -325,7 +341,7 @@ describe('/sso/authorize login page', () => {
       const second = await submit(app, page, user);
       expect(second.status).toBe(400);
       expect(second.headers.get('location')).toBeNull();
-      expect(await second.text()).toContain(ERROR_TITLE);
+      expect(await second.text()).toContain('<h1>This sign-in link was already used</h1>');
     });
 
     it('gives one code when the same form is posted twice at once', async () => {

@@ -21,9 +21,9 @@ const tables = async (url: string) =>
 
 const hasColumn = async (url: string, table: string, column: string) =>
   (await query(url, `SELECT 1 FROM information_schema.columns WHERE table_name = $1 AND column_name = $2`, [table, column])).length === 1;
-/** The last migration adds the users' tokens-valid-after stamp; the one before it, the keys' activation time. */
-const hasLast = (url: string) => hasColumn(url, 'portal_users', 'tokens_valid_after');
-const hasOneBeforeLast = (url: string) => hasColumn(url, 'signing_keys', 'activates_at');
+/** The last migration adds the clients' scope descriptions; the one before it, the users' tokens-valid-after stamp. */
+const hasLast = (url: string) => hasColumn(url, 'clients', 'scope_descriptions');
+const hasOneBeforeLast = (url: string) => hasColumn(url, 'portal_users', 'tokens_valid_after');
 
 describe('the migration commands of the README', () => {
   let url: string;

@@ -166,7 +166,7 @@ describe('revocation under races (one revocation model)', () => {
     await app.get(SignOutsRepository).signOutNow({ userId: await userId(app, user) });
     await app.get(HousekeepingService).purge();
 
-    expect(await signInAgain(link.authorize_url, user)).toBe('This sign-in link does not work');
+    expect(await signInAgain(link.authorize_url, user)).toBe('This sign-in link was already used');
     expect((await fetch(link.code_url)).status).toBe(404);
   });
 

@@ -30,7 +30,7 @@ describe('start-up output', () => {
     const ready = lines.filter((line) => line.msg.startsWith('voyage-connect ready on '));
     expect(ready).toHaveLength(1);
     expect(ready[0].level).toBe('info');
-    expect(ready[0].msg).toMatch(/^voyage-connect ready on http:\/\/127\.0\.0\.1:\d+ \(public http:\/\/localhost:\d+\); API docs at http:\/\/localhost:\d+\/docs; applied migrations InitialSchema1795237632385, .*DeviceCodes1795300000000, ClientDeletion1795310000000, UserDisabling1795320000000, NotificationRecipientCheck1795330000000, SigningKeyActivation1795340000000, RevocationModel1795345000000\. First client: npm run cli -- client:create --name my-device$/);
+    expect(ready[0].msg).toMatch(/^voyage-connect ready on http:\/\/127\.0\.0\.1:\d+ \(public http:\/\/localhost:\d+\); API docs at http:\/\/localhost:\d+\/docs; applied migrations InitialSchema1795237632385, .*DeviceCodes1795300000000, ClientDeletion1795310000000, UserDisabling1795320000000, NotificationRecipientCheck1795330000000, SigningKeyActivation1795340000000, RevocationModel1795345000000, ScopeDescriptions1795350000000\. First client: npm run cli -- client:create --name my-device$/);
     expect(lines.filter((line) => ['InstanceLoader', 'RoutesResolver', 'RouterExplorer', 'NestFactory', 'NestApplication'].includes(line.context ?? ''))).toEqual([]);
 
     // The next start on the same database has nothing to migrate, and says so.

@@ -65,12 +65,12 @@ describe('DeviceCodesRepository', () => {
 
   it('shows a pending code to the verification page until it is decided, and takes one decision only', async () => {
     const code = await start({ scope: null });
-    expect(await codes.findPending(code.userCode)).toEqual({ clientId: 'tv', scope: null });
+    expect(await codes.findByUserCode(code.userCode)).toEqual({ clientId: 'tv', scope: null, state: 'pending', signedInUsername: null, signedInUserDisabled: false });
     const nonceHash = randomBytes(32);
     expect(await codes.signIn(code.userCode, userId, null, nonceHash)).toBe(true);
     expect(await codes.decide(code.userCode, nonceHash, 'approved')).toEqual({ userId });
     expect(await codes.decide(code.userCode, nonceHash, 'denied')).toBeNull();
-    expect(await codes.findPending(code.userCode)).toBeNull();
+    expect(await codes.findByUserCode(code.userCode)).toMatchObject({ state: 'approved', signedInUsername: expect.any(String) });
     expect(await codes.signIn(code.userCode, userId, null, randomBytes(32))).toBe(false);
   });
 
@@ -114,7 +114,8 @@ describe('DeviceCodesRepository', () => {
     const expired = await start();
     await query(url, `UPDATE device_codes SET expires_at = now() - interval '1 second' WHERE device_code_hash = $1`, [expired.deviceCodeHash]);
     expect(await poll(expired)).toEqual({ outcome: 'expired' });
-    expect(await codes.findPending(expired.userCode)).toBeNull();
+    expect(await codes.findByUserCode(expired.userCode)).toMatchObject({ state: 'expired' });
+    expect(await codes.findByUserCode(denied.userCode)).toMatchObject({ state: 'denied' });
     expect(await decide(expired, 'approved')).toBe(false);
   });
 
@@ -129,7 +130,7 @@ describe('DeviceCodesRepository', () => {
     const before = Number((await query<{ n: string }>(url, 'SELECT count(*) AS n FROM device_codes'))[0].n);
     expect(await codes.purgeExpired(2)).toEqual({ deleted: 2, undecided: 2 });
     expect((await codes.purgeExpired(1000)).deleted).toBeGreaterThanOrEqual(1);
-    expect(await codes.findPending(live.userCode)).not.toBeNull();
+    expect(await codes.findByUserCode(live.userCode)).toMatchObject({ state: 'pending' });
     expect(Number((await query<{ n: string }>(url, 'SELECT count(*) AS n FROM device_codes'))[0].n)).toBeLessThanOrEqual(before - 3);
   });
 });

@@ -2,12 +2,14 @@ import { Command, CommandRunner, Option } from 'nest-commander';
 import { collect, printJson } from '../../common/cli/output.js';
 import { DEVICE_CODE_GRANT, resolveGrantAlias } from '../client.entity.js';
 import { ClientsService, DEFAULT_GRANTS } from '../clients.service.js';
+import { SCOPE_DESCRIPTION_FLAGS, scopeDescriptionsOption } from './scope-description-option.js';
 
 interface Options {
   name: string;
   grant?: string[];
   redirect?: string[];
   scope?: string[];
+  scopeDescription?: string[];
 }
 
 @Command({ name: 'client:create', description: 'register a client and print its secret (shown only this once)' })
@@ -23,6 +25,7 @@ export class ClientCreateCommand extends CommandRunner {
         grants: options.grant as never,
         redirectPatterns: options.redirect,
         scopes: options.scope,
+        scopeDescriptions: scopeDescriptionsOption(options.scopeDescription),
       }),
     );
   }
@@ -44,6 +47,11 @@ export class ClientCreateCommand extends CommandRunner {
 
   @Option({ flags: '--scope <scope>', description: 'allowed scope, repeatable' })
   parseScope(value: string, previous?: string[]) {
+    return collect(value, previous);
+  }
+
+  @Option({ flags: SCOPE_DESCRIPTION_FLAGS, description: 'what the approval page shows for a scope of --scope instead of its name, repeatable (at most 200 characters)' })
+  parseScopeDescription(value: string, previous?: string[]) {
     return collect(value, previous);
   }
 }

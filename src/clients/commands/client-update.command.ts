@@ -3,12 +3,14 @@ import { collect, printJson } from '../../common/cli/output.js';
 import { invalidInput } from '../../common/errors/app-error.js';
 import { DEVICE_CODE_GRANT, resolveGrantAlias } from '../client.entity.js';
 import { ClientsService } from '../clients.service.js';
+import { SCOPE_DESCRIPTION_FLAGS, scopeDescriptionsOption } from './scope-description-option.js';
 
 interface Options {
   name?: string;
   grant?: string[];
   redirect?: string[];
   scope?: string[];
+  scopeDescription?: string[];
   clearRedirects?: boolean;
   clearScopes?: boolean;
 }
@@ -30,6 +32,7 @@ export class ClientUpdateCommand extends CommandRunner {
         grants: options.grant,
         redirectPatterns: listOrCleared(options.redirect, options.clearRedirects, 'redirect'),
         scopes: listOrCleared(options.scope, options.clearScopes, 'scope'),
+        scopeDescriptions: scopeDescriptionsOption(options.scopeDescription, true),
       }),
     );
   }
@@ -51,6 +54,14 @@ export class ClientUpdateCommand extends CommandRunner {
 
   @Option({ flags: '--scope <scope>', description: 'allowed scope, repeatable; replaces the scopes' })
   parseScope(value: string, previous?: string[]) {
+    return collect(value, previous);
+  }
+
+  @Option({
+    flags: SCOPE_DESCRIPTION_FLAGS,
+    description: 'what the approval page shows for a scope instead of its name, repeatable; other scopes keep theirs; SCOPE= (empty) removes it',
+  })
+  parseScopeDescription(value: string, previous?: string[]) {
     return collect(value, previous);
   }
 

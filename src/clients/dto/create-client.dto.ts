@@ -2,6 +2,7 @@ import { ArrayUnique, IsArray, IsIn, IsString, Matches, MaxLength, MinLength } f
 import { PlainText } from '../../common/validation/storable-text.js';
 import { GRANT_TYPES, type GrantType } from '../client.entity.js';
 import { IsRedirectPattern } from '../is-redirect-pattern.decorator.js';
+import { IsScopeDescriptions } from '../is-scope-descriptions.decorator.js';
 
 /** RFC 6749 §3.3 scope-token: printable ASCII except space, `"` and `\`. */
 export const SCOPE_TOKEN = /^[\x21\x23-\x5B\x5D-\x7E]+$/;
@@ -28,4 +29,8 @@ export class CreateClientDto {
   @ArrayUnique()
   @Matches(SCOPE_TOKEN, { each: true, message: 'each scope must be a scope token (RFC 6749 §3.3)' })
   scopes: string[];
+
+  /** What the approval page shows for a scope instead of its name (`client:create --scope-description SCOPE=TEXT`). */
+  @IsScopeDescriptions()
+  scopeDescriptions: Record<string, string>;
 }

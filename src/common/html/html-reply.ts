@@ -49,6 +49,13 @@ export function csrfMatches(cookie: string | undefined, submitted: string | unde
 }
 
 /**
+ * Why a form's token was refused, for the user: no cookie came (cookies blocked), or another tab
+ * of the page was used since (every answer renews the cookie, so an older tab's form is stale).
+ */
+export const csrfRefusal = (cookie: string | undefined) =>
+  cookie ? 'This form is out of date: the page was used in another tab since.' : "Your browser did not send this page's cookie: allow cookies for this site.";
+
+/**
  * Sends a page with its CSRF cookie and the headers every page of the service carries: never
  * cached, no referrer, no framing (`frame-ancestors 'none'`), no script, forms only to itself.
  */

@@ -7,8 +7,8 @@ const STYLE = `
 :root { color-scheme: light dark; --accent: #0b5cad; --error: #b00020; --muted: #5f6368; }
 * { box-sizing: border-box; }
 body { margin: 0; font: 16px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; display: grid; place-items: center; min-height: 100vh; padding: 1rem; }
-main { width: 100%; max-width: 24rem; }
-h1 { font-size: 1.5rem; margin: 0 0 .25rem; }
+main { width: 100%; max-width: 24rem; overflow-wrap: break-word; }
+h1 { font-size: 1.5rem; line-height: 1.25; margin: 0 0 .5rem; }
 p { margin: 0 0 1rem; }
 label { display: block; font-weight: 600; margin: 1rem 0 .25rem; }
 input { width: 100%; font: inherit; padding: .65rem .75rem; border: 1px solid #8a8a8a; border-radius: .375rem; }
@@ -22,8 +22,13 @@ p.code { font-size: 1.75rem; text-align: center; padding: .5rem; border: 1px das
 .hint { color: var(--muted); font-size: .875rem; margin-top: .25rem; }
 .address { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; overflow-wrap: anywhere; }
 ul.scopes { margin: 0 0 1rem; padding-left: 1.25rem; }
+ul.scopes li + li { margin-top: .375rem; }
+code { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: .9em; padding: .05em .3em; border-radius: .25rem; background: rgba(127, 127, 127, .15); overflow-wrap: anywhere; }
 @media (prefers-color-scheme: dark) { :root { --accent: #5ea8ff; --error: #ff8a80; --muted: #b0b4ba; } button { color: #000; } button.secondary { color: var(--accent); } }
 `;
+
+/** The account users sign in with, in the product's words. */
+export const PORTAL_ACCOUNT = 'voyage-planning portal account';
 
 export const STYLE_HASH = `'sha256-${createHash('sha256').update(STYLE).digest('base64')}'`;
 
