@@ -1,3 +1,4 @@
+import './runtime-check.js';
 import 'reflect-metadata';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { createApp } from './app.js';
