@@ -1,4 +1,5 @@
 import type { Env } from '../config/env.js';
+import { prepareDataFolder } from './data-folder.js';
 import { lockDataFolder } from './data-folder-lock.js';
 import { checkDatabaseReachable } from './database-reachable.js';
 import { ensureDatabase, startEmbeddedPostgres } from './embedded-postgres.js';
@@ -24,6 +25,7 @@ export async function openDatabaseServer(env: Env, owner: 'service' | 'cli', log
     await checkDatabaseReachable(env.DATABASE_URL);
     return { url: env.DATABASE_URL, onServerExit: () => {}, close: async () => {} };
   }
+  await prepareDataFolder(env.dataDir);
   const unlock = owner === 'service' ? await lockDataFolder(env.dataDir) : async () => {};
   try {
     const embedded = await startEmbeddedPostgres({ dataDir: env.dataDir, port: env.EMBEDDED_PG_PORT, log });
