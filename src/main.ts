@@ -35,7 +35,8 @@ async function start() {
   await listen(app);
   const applied = app.get(SchemaStatus).applied;
   if (applied.length) logger.debug({ migrations: applied }, 'applied migrations');
-  logger.info(readyLine(applied.length, await app.get(ClientsRepository).isEmpty()));
+  const noClientYet = await app.get(ClientsRepository).isEmpty().catch(() => false);
+  logger.info(readyLine(applied.length, noClientYet));
   // Serving 503 without a database forever helps nobody: exit non-zero, and the supervisor
   // (systemd's Restart=, a container's restart policy) starts the service, and the server, again.
   database.onServerExit((pid) => {

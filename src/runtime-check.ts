@@ -5,7 +5,7 @@
  * first, and it imports only Node's own modules, so it runs before any package is evaluated.
  */
 import { readFileSync } from 'node:fs';
-import { refusal } from './runtime-refusal.js';
+import { type NodeRuntime, refusal } from './runtime-refusal.js';
 
 const root = new URL('..', import.meta.url);
 const readJson = (path: string): unknown => {
@@ -18,7 +18,8 @@ const readJson = (path: string): unknown => {
 
 const engines = (readJson('package.json') as { engines?: { node?: string } } | undefined)?.engines?.node;
 // Written by the "postinstall" script at each `npm ci`; absent in an install made before it.
-const installedWith = readJson('node_modules/.voyage-connect-install.json') as { node: string; modules: string } | undefined;
+const record = readJson('node_modules/.voyage-connect-install.json') as Partial<NodeRuntime> | undefined;
+const installedWith = typeof record?.node === 'string' && typeof record.modules === 'string' ? (record as NodeRuntime) : undefined;
 const problem = refusal({ node: process.version, modules: process.versions.modules }, engines, installedWith);
 if (problem) {
   process.stderr.write(`${problem}\n`);
