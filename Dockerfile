@@ -12,6 +12,7 @@ RUN --mount=type=cache,target=/root/.npm npm ci --omit=optional
 COPY tsconfig.json tsconfig.build.json tsconfig.migrations.json nest-cli.json ./
 COPY src ./src
 COPY migrations ./migrations
+COPY scripts/build.mjs ./scripts/
 # dist/ holds the service, the CLI and the compiled migrations (dist/migrations/), which the
 # service applies at start.
 RUN npm run build

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { type IncomingHttpHeaders, maxHeaderSize } from 'node:http';
 import fastifyCookie from '@fastify/cookie';
 import { NestFactory } from '@nestjs/core';
@@ -17,9 +16,9 @@ import { answerUpgradesOverHttp } from './common/http/upgrade-fallback.js';
 import { PinoLoggerService } from './common/logging/logger.js';
 import { RequestLogController } from './common/logging/request-log.js';
 import { requestLogger } from './common/logging/request-logger.js';
+import { readTlsFiles } from './common/http/tls-files.js';
 import type { Env } from './config/env.js';
 import { VERSION } from './health/version.js';
-import { readMetricsAllowList } from './metrics/metrics-access.guard.js';
 import { Metrics } from './metrics/metrics.service.js';
 import { DeliveryService } from './notification/delivery.service.js';
 import { BATCH_PUBLISH_PATH } from './notification/notification.controller.js';
@@ -34,9 +33,7 @@ const ROUTER_OPTIONS = { maxParamLength: maxHeaderSize };
 
 /** The whole service as one Nest application on Fastify, not yet listening. */
 export async function createApp(env: Env, databaseUrl: string, logger: Logger): Promise<NestFastifyApplication> {
-  // Before anything starts: a bad list would otherwise fail inside Nest's start-up, which exits the process.
-  readMetricsAllowList(env);
-  const tls = env.TLS_CERT_FILE && env.TLS_KEY_FILE ? { cert: readFileSync(env.TLS_CERT_FILE), key: readFileSync(env.TLS_KEY_FILE) } : undefined;
+  const tls = readTlsFiles(env);
   const adapter = new FastifyAdapter({
     loggerInstance: logger,
     childLoggerFactory: requestLogger,

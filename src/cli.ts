@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import './runtime-check.js';
 import 'reflect-metadata';
 import type { Command } from 'commander';
 import { CommandFactory, CommandRunnerService } from 'nest-commander';

@@ -1,11 +1,14 @@
+import './runtime-check.js';
 import 'reflect-metadata';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { createApp } from './app.js';
+import { ClientsRepository } from './clients/clients.repository.js';
+import { StartupRefusal } from './common/errors/startup-refusal.js';
+import { checkListenAddress, listenRefusal } from './common/http/listen-address.js';
+import { readTlsFiles } from './common/http/tls-files.js';
 import { createRootLogger } from './common/logging/logger.js';
 import { type Env, InvalidConfigError, loadProcessEnv, SHUTDOWN_GRACE_MS } from './config/env.js';
-import { DataFolderInUse } from './database/data-folder-lock.js';
 import { type DatabaseServer, openDatabaseServer } from './database/database-server.js';
-import { EmbeddedPostgresNotInstalled } from './database/embedded-postgres.js';
 import { SchemaStatus } from './database/schema-status.js';
 import { HealthRegistry } from './health/health-registry.js';
 
@@ -24,10 +27,16 @@ let database: DatabaseServer | undefined;
 let app: NestFastifyApplication | undefined;
 
 async function start() {
+  // What only the service reads, checked before a database is started for it.
+  readTlsFiles(env);
+  await checkListenAddress(env.HOST, env.PORT);
   database = await openDatabaseServer(env, 'service', (line) => logger.info({ context: 'EmbeddedPostgres' }, line));
   app = await createApp(env, database.url, logger);
-  await app.listen({ port: env.PORT, host: env.HOST });
-  logger.info(readyLine(app.get(SchemaStatus).applied));
+  await listen(app);
+  const applied = app.get(SchemaStatus).applied;
+  if (applied.length) logger.debug({ migrations: applied }, 'applied migrations');
+  const noClientYet = await app.get(ClientsRepository).isEmpty().catch(() => false);
+  logger.info(readyLine(applied.length, noClientYet));
   // Serving 503 without a database forever helps nobody: exit non-zero, and the supervisor
   // (systemd's Restart=, a container's restart policy) starts the service, and the server, again.
   database.onServerExit((pid) => {
@@ -36,10 +45,29 @@ async function start() {
   });
 }
 
-/** The one line that says the service is ready: where, its documentation, what the start migrated, and a first step. */
-function readyLine(applied: string[]): string {
-  const migrations = applied.length ? `applied migrations ${applied.join(', ')}` : 'database schema up to date';
-  return `voyage-connect ready on http://${env.HOST}:${env.PORT} (public ${env.apiUrl}); API docs at ${env.apiUrl}/docs; ${migrations}. First client: npm run cli -- client:create --name my-device`;
+/**
+ * Listens on HOST:PORT. Fastify's own "Server listening at" line per address goes to debug: the
+ * ready line says where. A port taken since the check before start-up is still one line.
+ */
+async function listen(app: NestFastifyApplication) {
+  const fastify = app.getHttpAdapter().getInstance();
+  const quiet = logger.child({});
+  quiet.info = quiet.debug;
+  fastify.log = quiet;
+  try {
+    await app.listen({ port: env.PORT, host: env.HOST });
+  } catch (error) {
+    throw listenRefusal(error as NodeJS.ErrnoException, env.HOST, env.PORT);
+  } finally {
+    fastify.log = logger;
+  }
+}
+
+/** The one line that says the service is ready: where, its documentation, what the start migrated, and the first step while there is no client. */
+function readyLine(applied: number, noClientYet: boolean): string {
+  const migrations = applied ? `applied ${applied} migration${applied === 1 ? '' : 's'}` : 'database schema up to date';
+  const firstStep = noClientYet ? ' First client: npm run cli -- client:create --name my-device' : '';
+  return `voyage-connect ready on http://${env.HOST}:${env.PORT} (public ${env.apiUrl}); API docs at ${env.apiUrl}/docs; ${migrations}.${firstStep}`;
 }
 
 /**
@@ -86,10 +114,9 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => sh
 try {
   await starting;
 } catch (error) {
-  // A setting only createApp can check (METRICS_ALLOWED_CIDRS), a data folder another service
-  // holds, or no database at all, is reported like a bad setting: one line.
-  const refusal = error instanceof InvalidConfigError || error instanceof DataFolderInUse || error instanceof EmbeddedPostgresNotInstalled;
-  if (refusal) process.stderr.write(`${error.message}\n`);
+  // A port taken, a data folder another service holds, a database that cannot be reached or is
+  // not installed, is reported like a bad setting: one line.
+  if (error instanceof StartupRefusal) process.stderr.write(`${error.message}\n`);
   else logger.fatal({ err: error }, 'start-up failed');
   await stop().catch(() => {});
   process.exit(1);

@@ -57,6 +57,11 @@ export class ClientsRepository {
     return this.clients.findOneByOrFail({ id: client.id });
   }
 
+  /** Whether no client was ever created (a deleted one counts: its operator knows how). */
+  async isEmpty(): Promise<boolean> {
+    return !(await this.clients.exists({ withDeleted: true }));
+  }
+
   async findById(id: string): Promise<ClientEntity | null> {
     if (!isPlausibleClientId(id)) return null;
     const cached = this.cache.get(id);

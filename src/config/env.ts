@@ -18,6 +18,9 @@ import {
   getMetadataStorage,
   validateSync,
 } from 'class-validator';
+import { StartupRefusal } from '../common/errors/startup-refusal.js';
+import { InvalidAllowListEntry, parseAddressAllowList } from '../metrics/address-allow-list.js';
+import { withoutPassword } from './without-password.js';
 
 // Reads the raw string (obj[key]): implicit conversion would already have made "false" true.
 const toBoolean = ({ obj, key }: { obj: Record<string, unknown>; key: string }) => {
@@ -84,9 +87,9 @@ export class Env {
   @IsString() @MinLength(1)
   DATA_DIR: string = './.data';
 
-  /** Port of the embedded PostgreSQL (ignored with DATABASE_URL). */
+  /** Port of the embedded PostgreSQL on 127.0.0.1 (ignored with DATABASE_URL); below the ports the system hands out to outgoing connections (32768 and up). */
   @Min(1) @Max(65535) @IsInt()
-  EMBEDDED_PG_PORT: number = 54329;
+  EMBEDDED_PG_PORT: number = 25432;
 
   /** Public base URL of the API ({api_url}); default http://localhost:$PORT. */
   @IsOptional() @IsUrl(httpUrl)
@@ -299,11 +302,18 @@ export class Env {
   }
 }
 
-export class InvalidConfigError extends Error {
+export class InvalidConfigError extends StartupRefusal {
   constructor(readonly problems: string[]) {
     super(problems.join('\n'));
-    this.name = 'InvalidConfigError';
   }
+}
+
+/** How a bad value is quoted in its error: a secret never is, a URL that may hold a password is without it. */
+function quoted(key: string, value: string | undefined): string {
+  if (value === undefined) return 'nothing';
+  if (key === 'KEYS_ENCRYPTION_KEY') return `a value of ${value.length} characters`;
+  if (key === 'DATABASE_URL') return JSON.stringify(withoutPassword(value));
+  return JSON.stringify(value);
 }
 
 /** Read on every token check: the usual URL, without a trailing slash, skips the regular expression. */
@@ -343,7 +353,7 @@ export function loadEnv(source: Record<string, string | undefined>): Env {
   );
   const env = plainToInstance(Env, raw, { enableImplicitConversion: true, exposeDefaultValues: true });
   const problems = validateSync(env, { forbidUnknownValues: false, stopAtFirstError: true }).map(
-    (error) => `Invalid configuration: ${Object.values(error.constraints ?? {}).join('; ')} (got ${JSON.stringify(source[error.property])})`,
+    (error) => `Invalid configuration: ${Object.values(error.constraints ?? {}).join('; ')} (got ${quoted(error.property, source[error.property])})`,
   );
   if ((env.TLS_CERT_FILE === undefined) !== (env.TLS_KEY_FILE === undefined)) {
     problems.push('Invalid configuration: TLS_CERT_FILE and TLS_KEY_FILE must be set together');
@@ -355,11 +365,26 @@ export function loadEnv(source: Record<string, string | undefined>): Env {
   if (!isTrustProxySetting(env.TRUST_PROXY)) {
     problems.push(`Invalid configuration: TRUST_PROXY must be true, false, a hop count, or comma-separated addresses/CIDRs (got ${JSON.stringify(env.TRUST_PROXY)})`);
   }
+  const notAddress = metricsAllowListProblem(env.METRICS_ALLOWED_CIDRS);
+  if (notAddress !== undefined) {
+    problems.push(`Invalid configuration: METRICS_ALLOWED_CIDRS: ${notAddress} (got ${JSON.stringify(env.METRICS_ALLOWED_CIDRS)})`);
+  }
   if (env.APP_ENV === 'production' && env.KEYS_ENCRYPTION_KEY === undefined) {
     problems.push('Invalid configuration: KEYS_ENCRYPTION_KEY must be set with APP_ENV=production (private signing keys are encrypted at rest with it)');
   }
   if (problems.length > 0) throw new InvalidConfigError(problems);
   return env;
+}
+
+function metricsAllowListProblem(value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  try {
+    parseAddressAllowList(value);
+    return undefined;
+  } catch (error) {
+    if (!(error instanceof InvalidAllowListEntry)) throw error;
+    return error.message;
+  }
 }
 
 /** The variable names, read from the decorators above so the list cannot drift. */

