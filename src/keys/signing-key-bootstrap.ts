@@ -29,9 +29,16 @@ export class SigningKeyBootstrap implements OnApplicationBootstrap {
       created: await this.ensureSigningKey(store),
     }));
     this.keys.forgetRing(); // a ring read before this (a listener resume) may lack the new key
-    if (!this.vault.hasKek) this.logger.warn('KEYS_ENCRYPTION_KEY is not set: private signing keys are stored unencrypted');
+    if (!this.vault.hasKek) this.reportPlainKeys();
     if (sealed > 0) this.logger.log(`encrypted ${sealed} private signing key(s) that were stored in plain text`);
     if (created) this.logger.log(`created ${created.alg} signing key ${created.kid}, signing from ${created.activatesAt.toISOString()}`);
+  }
+
+  /** On a machine for trying the service out, keys in plain text are expected: a fact, not a warning. */
+  private reportPlainKeys(): void {
+    const fact = 'KEYS_ENCRYPTION_KEY is not set: private signing keys are stored unencrypted';
+    if (this.env.APP_ENV === 'development') this.logger.log(`${fact} (fine for development; APP_ENV=production requires it)`);
+    else this.logger.warn(fact);
   }
 
   /**

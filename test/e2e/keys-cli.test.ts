@@ -184,12 +184,15 @@ describe('the built service over encrypted keys', () => {
     }
   });
 
-  it('logs one warning when it runs without a KEK, and none with one', async () => {
+  it('says once that keys are unencrypted without a KEK (a warning outside development), and nothing with one', async () => {
     const plain = await startTestApp();
+    const staging = await startTestApp({ APP_ENV: 'staging' });
     const sealed = await startTestApp({ KEYS_ENCRYPTION_KEY: KEK });
-    await Promise.all([plain.close(), sealed.close()]);
-    const warnings = (logs: Record<string, unknown>[]) => logs.filter((line) => /KEYS_ENCRYPTION_KEY/.test(String(line.msg)));
-    expect(warnings(plain.logs)).toEqual([expect.objectContaining({ level: 'warn', msg: 'KEYS_ENCRYPTION_KEY is not set: private signing keys are stored unencrypted' })]);
-    expect(warnings(sealed.logs)).toEqual([]);
+    await Promise.all([plain.close(), staging.close(), sealed.close()]);
+    const mentions = (logs: Record<string, unknown>[]) => logs.filter((line) => /KEYS_ENCRYPTION_KEY/.test(String(line.msg)));
+    const fact = 'KEYS_ENCRYPTION_KEY is not set: private signing keys are stored unencrypted';
+    expect(mentions(plain.logs)).toEqual([expect.objectContaining({ level: 'info', msg: `${fact} (fine for development; APP_ENV=production requires it)` })]);
+    expect(mentions(staging.logs)).toEqual([expect.objectContaining({ level: 'warn', msg: fact })]);
+    expect(mentions(sealed.logs)).toEqual([]);
   });
 });
