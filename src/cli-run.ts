@@ -1,4 +1,3 @@
-#!/usr/bin/env node
 import 'reflect-metadata';
 import type { INestApplicationContext } from '@nestjs/common';
 import type { Command } from 'commander';

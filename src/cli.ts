@@ -1,0 +1,7 @@
+#!/usr/bin/env node
+import { enableCompileCache } from 'node:module';
+
+// Each command is a process of its own that loads the same code: compiled once and cached on disk
+// (in the system's temporary folder), it loads faster from the second command on.
+enableCompileCache();
+await import('./cli-run.js');
