@@ -1,62 +1,8 @@
 #!/usr/bin/env node
 import './runtime-check.js';
-import 'reflect-metadata';
-import type { Command } from 'commander';
-import { CommandFactory, CommandRunnerService } from 'nest-commander';
-import { CliModule } from './cli.module.js';
-import { takeFormatOption } from './common/cli/output.js';
-import { createRootLogger, PinoLoggerService } from './common/logging/logger.js';
-import { InvalidConfigError, loadProcessEnv } from './config/env.js';
-import { openDatabaseServer } from './database/database-server.js';
+import { enableCompileCache } from 'node:module';
 
-/**
- * Admin CLI: one JSON document on stdout (or a table with --format table), diagnostics and errors
- * on stderr, exit code 1 on any failure (usage errors included).
- */
-function fail(error: unknown): void {
-  process.exitCode = 1;
-  const { code, exitCode, message } = (error ?? {}) as { code?: string; exitCode?: number; message?: string };
-  // commander has already printed its own usage errors; help and --version exit 0.
-  if (code?.startsWith('commander.')) {
-    process.exitCode = exitCode === 0 ? 0 : 1;
-    return;
-  }
-  process.stderr.write(`error: ${message ?? String(error)}\n`);
-}
-
-try {
-  // nest-commander parses process.argv itself: --format is taken out first, for every command.
-  process.argv = takeFormatOption(process.argv);
-  // commander names the program after its script's file (cli.js); usage lines say the bin's name.
-  process.argv[1] = 'voyage-connect';
-  const env = loadProcessEnv();
-  const logger = createRootLogger({ level: 'warn', destination: 2, pretty: process.stderr.isTTY === true });
-  // What a command changed that the security event log records (a user disabled, a key revoked) is written at info.
-  const securityLog = logger.child({}, { level: 'info' });
-  // Which database the command works on, when it is the embedded one (stdout stays one JSON document).
-  const database = await openDatabaseServer(env, 'cli', (line) => process.stderr.write(`${line}\n`));
-  try {
-    const rethrow = (error: Error): never => {
-      throw error; // let serviceErrorHandler report it after the app closes cleanly
-    };
-    const app = await CommandFactory.createWithoutRunning(CliModule.forRoot(env, database.url, securityLog), {
-      logger: new PinoLoggerService(logger),
-      cliName: 'voyage-connect',
-      errorHandler: rethrow,
-      serviceErrorHandler: fail,
-    });
-    try {
-      const runner = app.get(CommandRunnerService);
-      // nest-commander overrides exiting on the program only: a command's --help or usage error
-      // would process.exit() there, leaving the embedded PostgreSQL this process started running.
-      for (const command of (runner as unknown as { commander: Command }).commander.commands) command.exitOverride(rethrow);
-      await runner.run();
-    } finally {
-      await app.close();
-    }
-  } finally {
-    await database.close();
-  }
-} catch (error) {
-  fail(error instanceof InvalidConfigError ? new Error(error.message) : error);
-}
+// Each command is a process of its own that loads the same code: compiled once and cached on disk
+// (in the system's temporary folder), it loads faster from the second command on.
+enableCompileCache();
+await import('./cli-run.js');

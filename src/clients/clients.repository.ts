@@ -47,14 +47,19 @@ export class ClientsRepository {
     listener.onResume(() => this.forget());
   }
 
-  async insert(client: Omit<ClientEntity, 'createdAt' | 'updatedAt'>): Promise<ClientEntity> {
-    try {
-      await this.clients.insert(client);
-    } catch (error) {
-      if (isUniqueViolation(error)) throw conflict(`a client named "${client.name}" already exists`);
-      throw error;
+  /** Inserts every client in the caller's transaction; a taken name fails the whole transaction. */
+  async insertAll(manager: EntityManager, clients: Omit<ClientEntity, 'createdAt' | 'updatedAt'>[]): Promise<ClientEntity[]> {
+    const inserted: ClientEntity[] = [];
+    for (const client of clients) {
+      try {
+        await manager.insert(ClientEntity, client);
+      } catch (error) {
+        if (isUniqueViolation(error)) throw conflict(`a client named "${client.name}" already exists`);
+        throw error;
+      }
+      inserted.push(await manager.findOneByOrFail(ClientEntity, { id: client.id }));
     }
-    return this.clients.findOneByOrFail({ id: client.id });
+    return inserted;
   }
 
   /** Whether no client was ever created (a deleted one counts: its operator knows how). */

@@ -10,6 +10,12 @@ import { generateClientId, generateClientSecret, hashClientSecret, secretMatches
 import { ClientsRepository } from './clients.repository.js';
 import { CreateClientDto } from './dto/create-client.dto.js';
 
+/** What create takes: unset lists get create's defaults. */
+export type NewClientInput = Partial<CreateClientDto> & { name?: string };
+
+/** A client just registered: its view and its secret, shown this once. */
+export type CreatedClient = ClientView & { client_secret: string };
+
 /** A client as operators see it: never a secret or a hash. */
 export interface ClientView {
   client_id: string;
@@ -55,9 +61,15 @@ export class ClientsService {
   ) {}
 
   /** Registers a client; the returned secret is the only copy there will ever be. */
-  async create(input: Partial<CreateClientDto> & { name?: string }): Promise<ClientView & { client_secret: string }> {
+  async create(input: NewClientInput): Promise<CreatedClient> {
+    const [created] = await this.createAll([await this.checkNew(input)]);
+    return created;
+  }
+
+  /** A new client's settings, defaulted and checked by the rules of create; throws invalid_input. */
+  async checkNew(input: NewClientInput): Promise<CreateClientDto> {
     const grants = input.grants?.length ? input.grants : [...DEFAULT_GRANTS];
-    const dto = await validateInput(CreateClientDto, {
+    return validateInput(CreateClientDto, {
       name: input.name,
       grants,
       redirectPatterns: input.redirectPatterns ?? [],
@@ -65,21 +77,30 @@ export class ClientsService {
       scopes: input.scopes?.length ? input.scopes : grants.includes('client_credentials') ? [this.env.DEFAULT_CLIENT_SCOPE] : [],
       scopeDescriptions: input.scopeDescriptions ?? {},
     });
-    const secret = generateClientSecret();
-    const client = await this.clients.insert({
-      id: generateClientId(),
-      name: dto.name,
-      grants: dto.grants,
-      redirectPatterns: dto.redirectPatterns,
-      scopes: dto.scopes,
-      scopeDescriptions: dto.scopeDescriptions,
-      enabled: true,
-      secretHash: hashClientSecret(secret),
-      previousSecretHash: null,
-      previousSecretExpiresAt: null,
-      deletedAt: null,
-    });
-    return { ...toView(client), client_secret: secret };
+  }
+
+  /** Registers every client (checked by checkNew) in one transaction: all of them, or none. */
+  async createAll(clients: CreateClientDto[]): Promise<CreatedClient[]> {
+    const secrets = clients.map(() => generateClientSecret());
+    const inserted = await this.dataSource.transaction((manager) =>
+      this.clients.insertAll(
+        manager,
+        clients.map((dto, index) => ({
+          id: generateClientId(),
+          name: dto.name,
+          grants: dto.grants,
+          redirectPatterns: dto.redirectPatterns,
+          scopes: dto.scopes,
+          scopeDescriptions: dto.scopeDescriptions,
+          enabled: true,
+          secretHash: hashClientSecret(secrets[index]),
+          previousSecretHash: null,
+          previousSecretExpiresAt: null,
+          deletedAt: null,
+        })),
+      ),
+    );
+    return inserted.map((client, index) => ({ ...toView(client), client_secret: secrets[index] }));
   }
 
   async list(): Promise<ClientView[]> {

@@ -11,6 +11,17 @@ export const GRANT_REVOKED_CHANNEL = 'vc_grant_revoked';
 /** Until when a revoked grant matters: its last access token expires an access-token lifetime after the revocation. */
 export const REVOKED_UNTIL_SQL = `revoked_at + interval '${USER_ACCESS_TOKEN_TTL} seconds'`;
 
+export interface LiveGrant {
+  grant_id: string;
+  client_id: string;
+  client_name: string;
+  scope: string | null;
+  flow: GrantFlow;
+  created_at: Date;
+  last_refreshed_at: Date | null;
+  expires_at: Date | null;
+}
+
 /** Grants: the family of tokens one sign-in produced; revoking it ends them all. */
 @Injectable()
 export class GrantsRepository {
@@ -43,6 +54,21 @@ export class GrantsRepository {
   /** Grants revoked recently enough that access tokens of theirs may still be alive, with until when. */
   async recentlyRevoked(): Promise<{ id: string; until: Date }[]> {
     return this.dataSource.query(`SELECT id, ${REVOKED_UNTIL_SQL} AS until FROM grants WHERE revoked_at > now() - interval '${USER_ACCESS_TOKEN_TTL} seconds'`);
+  }
+
+  /**
+   * A user's live grants (their signed-in devices), oldest first, with the client's name: when the
+   * last refresh happened, and when the grant lapses unless refreshed (its live refresh token's expiry).
+   */
+  async liveOfUser(userId: string): Promise<LiveGrant[]> {
+    return this.dataSource.query(
+      `SELECT g.id AS grant_id, g.client_id, c.name AS client_name, g.scope, g.flow, g.created_at,
+              max(r.rotated_at) AS last_refreshed_at, max(r.expires_at) FILTER (WHERE r.rotated_at IS NULL) AS expires_at
+       FROM grants g JOIN clients c ON c.id = g.client_id LEFT JOIN refresh_tokens r ON r.grant_id = g.id
+       WHERE g.user_id = $1 AND g.revoked_at IS NULL
+       GROUP BY g.id, c.name ORDER BY g.created_at, g.id`,
+      [userId],
+    );
   }
 
   /** Whether the grant exists and is not revoked (a purged grant no longer has live tokens). */

@@ -476,6 +476,23 @@ describe('--format', () => {
     expect(run.stdout).toMatch(/^field +value$/m);
   });
 
+  it('fits 100 columns for a client with long values, cutting them with "…", while JSON keeps every value', async () => {
+    const redirects = Array.from({ length: 8 }, (_, index) => `http://10.${index}.0.0/16:*/a/rather/long/callback/path`);
+    const long = parseSuccess<ClientView>(
+      await runCli(['client:create', '--name', `Long ${'n'.repeat(90)}`, ...redirects.flatMap((redirect) => ['--redirect', redirect]), '--scope', 'notification:subscribe']),
+    );
+    for (const args of [['client:list'], ['client:show', long.client_id], ['keys:list'], ['user:list']]) {
+      const run = await runCli([...args, '--format', 'table']);
+      expect(run.code, run.stderr).toBe(0);
+      for (const line of run.stdout.trimEnd().split('\n')) expect(line.length, `${args[0]}: ${line}`).toBeLessThanOrEqual(100);
+    }
+    const table = (await runCli(['client:list', '--format', 'table'])).stdout;
+    expect(table.split('\n')[0].split(/\s{2,}/)).toEqual(['client_id', 'name', 'enabled', 'grants', 'scopes', 'redirect_patterns']);
+    expect(table).toMatch(new RegExp(`^${long.client_id}  Long n+… .*…$`, 'm'));
+    const listed = parseSuccess<ClientView[]>(await runCli(['client:list'])).find((client) => client.client_id === long.client_id);
+    expect(listed?.redirect_patterns).toEqual(redirects);
+  }, 120_000);
+
   it('keeps JSON with --format json, and refuses any other format', async () => {
     expect(Array.isArray(parseSuccess(await runCli(['client:list', '--format', 'json'])))).toBe(true);
     expectFailure(await runCli(['client:list', '--format', 'xml']), /--format must be json or table \(got "xml"\)/);

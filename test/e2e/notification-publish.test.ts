@@ -828,6 +828,19 @@ describe('notification publishing and history', () => {
       expect((await rows('recipient = $1 AND correlation_id = ANY($2)', [alice.id, good.map((body) => body.correlationId)])).length).toBe(2);
     });
 
+    it('says exactly which elements were published and which were repeats of notifications published before', async () => {
+      const earlier = validNotification(alice.id);
+      await cli(['notification:publish', '--file', await writeJson('earlier.json', earlier)]);
+      const fresh = validNotification(bob.id);
+      const result = await cli(['notification:publish', '--file', await writeJson('repeats.json', [earlier, { ...fresh, statusTimestamp: 'yesterday' }, fresh, earlier])]);
+      expect(result.code, result.stderr).toBe(1);
+      expect(result.stderr).toBe(
+        'error: 1 of 4 notifications were refused: element 2 (see their errors above); published: element 3; repeats of notifications published before, not published again: elements 1, 4\n',
+      );
+      const { results } = JSON.parse(result.stdout) as { results: Record<string, unknown>[] };
+      expect(results.map((entry) => ('errors' in entry ? 'refused' : entry.duplicate ? 'repeat' : 'published'))).toEqual(['repeat', 'refused', 'published', 'repeat']);
+    });
+
     it('fails with exit 1 for an empty array, storing nothing', async () => {
       const count = await rowCount();
       expectCliFailure(await cli(['notification:publish', '--file', await writeJson('empty.json', [])]), /1 to 1000 notifications/);

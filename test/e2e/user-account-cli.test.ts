@@ -191,6 +191,61 @@ describe('grants:revoke', () => {
   });
 });
 
+describe('grants:list', () => {
+  type ListedGrant = { grant_id: string; client_id: string; client_name: string; scope: string | null; flow: string; created_at: string; last_refreshed_at: string | null; expires_at: string | null };
+
+  it("lists the user's signed-in devices, oldest first, with client, scope, last refresh and expiry; revoked ones leave the list", async () => {
+    const user = await createUser(app);
+    const other = await createUser(app);
+    const helper = await issueTokens(app, helperClient, user, { redirectUrl: LOOPBACK_REDIRECT, scope: SUBSCRIBE_SCOPE });
+    await deviceSignIn(user);
+    await issueTokens(app, helperClient, other, { redirectUrl: LOOPBACK_REDIRECT });
+    expect((await refresh(app, helperClient, helper.refresh_token)).status).toBe(200);
+
+    for (const form of [['--username', user.username], ['--user', user.username.toUpperCase()]]) {
+      const grants = parseSuccess<ListedGrant[]>(await runCli(['grants:list', ...form]));
+      expect(grants).toEqual([
+        {
+          grant_id: expect.any(String),
+          client_id: helperClient.id,
+          client_name: expect.stringMatching(/^client-/),
+          scope: SUBSCRIBE_SCOPE,
+          flow: 'helper',
+          created_at: expect.any(String),
+          last_refreshed_at: expect.any(String),
+          expires_at: expect.any(String),
+        },
+        expect.objectContaining({ client_id: deviceClient.id, flow: 'device', last_refreshed_at: null, expires_at: expect.any(String) }),
+      ]);
+      expect(Date.parse(grants[0].expires_at!)).toBeGreaterThan(Date.now() + 13 * 86_400_000);
+    }
+
+    parseSuccess(await runCli(['grants:revoke', '--username', user.username, '--client', deviceClient.id]));
+    expect(parseSuccess<ListedGrant[]>(await runCli(['grants:list', '--username', user.username])).map((grant) => grant.client_id)).toEqual([helperClient.id]);
+    expect(await runCli(['grants:list', '--username', other.username]).then((run) => parseSuccess<ListedGrant[]>(run).length)).toBe(1);
+  }, 120_000);
+
+  it('prints a table within 100 columns, and [] or (none) for a user without devices', async () => {
+    const user = await createUser(app);
+    await issueTokens(app, helperClient, user, { redirectUrl: LOOPBACK_REDIRECT });
+    const table = await runCli(['grants:list', '--username', user.username, '--format', 'table']);
+    expect(table.code, table.stderr).toBe(0);
+    const lines = table.stdout.trimEnd().split('\n');
+    expect(lines[0].split(/\s{2,}/)).toEqual(['client_id', 'client_name', 'scope', 'last_refreshed_at', 'expires_at']);
+    expect(lines[2]).toContain(helperClient.id);
+    for (const line of lines) expect(line.length).toBeLessThanOrEqual(100);
+
+    const nobody = await createUser(app);
+    expect(parseSuccess(await runCli(['grants:list', '--username', nobody.username]))).toEqual([]);
+    expect((await runCli(['grants:list', '--username', nobody.username, '--format', 'table'])).stdout).toBe('(none)\n');
+  }, 120_000);
+
+  it('fails with exit 1 for an unknown user, or without one', async () => {
+    expectFailure(await runCli(['grants:list', '--username', 'nobody-here']), /^error: no user named "nobody-here"/);
+    expectFailure(await runCli(['grants:list']), /--username/);
+  }, 120_000);
+});
+
 describe.runIf(canPlayTerminal)('new passwords typed at a terminal', () => {
   const atTerminal = (args: string[], answers: string[]) => runCliAtTerminal(args, answers, { DATABASE_URL: app.databaseUrl, LOG_LEVEL: 'warn' });
 

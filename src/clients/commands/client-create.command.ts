@@ -1,36 +1,75 @@
 import { Command, CommandRunner, Option } from 'nest-commander';
+import { readJsonLines } from '../../common/cli/json-lines.js';
+import { optionsFromRecord } from '../../common/cli/options-from-record.js';
 import { collect, printJson } from '../../common/cli/output.js';
+import { AppError, conflict, invalidInput } from '../../common/errors/app-error.js';
 import { DEVICE_CODE_GRANT, resolveGrantAlias } from '../client.entity.js';
-import { ClientsService, DEFAULT_GRANTS } from '../clients.service.js';
+import { ClientsService, DEFAULT_GRANTS, type NewClientInput } from '../clients.service.js';
+import type { CreateClientDto } from '../dto/create-client.dto.js';
 import { SCOPE_DESCRIPTION_FLAGS, scopeDescriptionsOption } from './scope-description-option.js';
 
 interface Options {
-  name: string;
+  name?: string;
   grant?: string[];
   redirect?: string[];
   scope?: string[];
   scopeDescription?: string[];
+  file?: string;
 }
 
-@Command({ name: 'client:create', description: 'register a client and print its secret (shown only this once)' })
+@Command({
+  name: 'client:create',
+  description: 'register a client, or with --file one per JSON line, and print its secret (shown only this once)',
+})
 export class ClientCreateCommand extends CommandRunner {
   constructor(private readonly clients: ClientsService) {
     super();
   }
 
   async run(_args: string[], options: Options): Promise<void> {
-    printJson(
-      await this.clients.create({
-        name: options.name,
-        grants: options.grant as never,
-        redirectPatterns: options.redirect,
-        scopes: options.scope,
-        scopeDescriptions: scopeDescriptionsOption(options.scopeDescription),
-      }),
-    );
+    if (options.file === undefined) {
+      if (options.name === undefined) throw invalidInput("required option '--name <name>' not specified");
+      printJson(await this.clients.create(toInput(options)));
+      return;
+    }
+    if (Object.keys(options).length > 1) throw invalidInput('--file takes every setting from the file: give no other option with it');
+    printJson(await this.createFromFile(options.file), ['client_id', 'client_secret', 'name']);
   }
 
-  @Option({ flags: '--name <name>', description: 'unique display name', required: true })
+  /**
+   * Every line checked first, as if its fields were given as options, and each bad one reported;
+   * only when all are good are they all created, in one transaction.
+   */
+  private async createFromFile(file: string) {
+    const lines = await readJsonLines(file);
+    if (lines.length === 0) throw invalidInput(`${file === '-' ? 'stdin' : file} holds no client`);
+    const refused: string[] = [];
+    const checked: CreateClientDto[] = [];
+    const lineOfName = new Map<string, number>();
+    for (const { line, value, error } of lines) {
+      try {
+        if (error) throw invalidInput(error);
+        const dto = await this.clients.checkNew(toInput(optionsFromRecord(this, value, ['file']) as Options));
+        const twin = lineOfName.get(dto.name.toLowerCase());
+        if (twin !== undefined) throw invalidInput(`the name "${dto.name}" is also on line ${twin}`);
+        lineOfName.set(dto.name.toLowerCase(), line);
+        checked.push(dto);
+      } catch (failure) {
+        refused.push(`line ${line}: ${(failure as Error).message}`);
+      }
+    }
+    if (refused.length > 0) throw invalidInput(`${refused.length} of ${lines.length} lines refused; no client was created:\n  ${refused.join('\n  ')}`);
+    try {
+      return await this.clients.createAll(checked);
+    } catch (failure) {
+      // A name taken meanwhile, or before: say on which line.
+      if (!(failure instanceof AppError && failure.code === 'conflict')) throw failure;
+      const line = checked.find((dto) => failure.message.includes(`"${dto.name}"`));
+      throw conflict(`${line ? `line ${lineOfName.get(line.name.toLowerCase())}: ` : ''}${failure.message}; no client was created`);
+    }
+  }
+
+  @Option({ flags: '--name <name>', description: 'unique display name (required without --file)' })
   parseName(value: string) {
     return value;
   }
@@ -54,4 +93,21 @@ export class ClientCreateCommand extends CommandRunner {
   parseScopeDescription(value: string, previous?: string[]) {
     return collect(value, previous);
   }
+
+  @Option({
+    flags: '--file <path>',
+    description: 'many clients, one JSON object per line with the options as fields ({"name": "…", "grant": ["…"]}); - reads stdin',
+  })
+  parseFile(value: string) {
+    return value;
+  }
 }
+
+/** The options, from the command line or a file's line, as create takes them. */
+const toInput = (options: Options): NewClientInput => ({
+  name: options.name,
+  grants: options.grant as never,
+  redirectPatterns: options.redirect,
+  scopes: options.scope,
+  scopeDescriptions: scopeDescriptionsOption(options.scopeDescription),
+});

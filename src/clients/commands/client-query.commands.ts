@@ -9,7 +9,7 @@ export class ClientListCommand extends CommandRunner {
   }
 
   async run(): Promise<void> {
-    printJson(await this.clients.list());
+    printJson(await this.clients.list(), ['client_id', 'name', 'enabled', 'grants', 'scopes', 'redirect_patterns']);
   }
 }
 

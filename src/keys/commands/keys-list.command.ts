@@ -9,6 +9,6 @@ export class KeysListCommand extends CommandRunner {
   }
 
   async run(): Promise<void> {
-    printJson(await this.keys.list());
+    printJson(await this.keys.list(), ['kid', 'alg', 'status', 'expires_at']);
   }
 }

@@ -38,8 +38,14 @@ export class NotificationPublishCommand extends CommandRunner {
     if (input.length === 0 || input.length > max) throw invalidInput(`the file must hold 1 to ${max} notifications (PUBLISH_BATCH_MAX), not ${input.length}`);
     const results = await this.publisher.publishBatch(await Promise.all(input.map(readPublishBody)), null);
     printJson({ results });
-    const refused = results.filter((result) => 'errors' in result).length;
-    if (refused > 0) throw new Error(`${refused} of ${results.length} notifications were refused (see their errors above); the others were published`);
+    const refused = positionsWhere(results, (result) => 'errors' in result);
+    if (refused.length === 0) return;
+    const repeats = positionsWhere(results, (result) => 'duplicate' in result && result.duplicate === true);
+    const published = positionsWhere(results, (result) => !('errors' in result) && !('duplicate' in result && result.duplicate));
+    throw new Error(
+      `${refused.length} of ${results.length} notifications were refused: ${elements(refused)} (see their errors above); published: ${elements(published)}` +
+        (repeats.length > 0 ? `; repeats of notifications published before, not published again: ${elements(repeats)}` : ''),
+    );
   }
 
   @Option({ flags: '--file <path>', description: 'JSON file with the notification fields and recipient, or an array of them', required: true })
@@ -47,3 +53,8 @@ export class NotificationPublishCommand extends CommandRunner {
     return value;
   }
 }
+
+/** The positions in the array (from 1) of the results that `match`. */
+const positionsWhere = <T>(results: T[], match: (result: T) => boolean) => results.flatMap((result, index) => (match(result) ? [index + 1] : []));
+
+const elements = (positions: number[]) => (positions.length === 0 ? 'none' : `element${positions.length === 1 ? '' : 's'} ${positions.join(', ')}`);

@@ -1,5 +1,6 @@
-import { Command, CommandRunner, Option } from 'nest-commander';
+import { Command, Option } from 'nest-commander';
 import { printJson } from '../../common/cli/output.js';
+import { UsernameCommand, type UsernameOptions } from '../../common/cli/username-command.js';
 import { ClientsService } from '../../clients/clients.service.js';
 import { UsersService } from '../../users/users.service.js';
 import { SignOutsRepository } from '../sign-outs.repository.js';
@@ -8,7 +9,7 @@ import { SignOutsRepository } from '../sign-outs.repository.js';
   name: 'grants:revoke',
   description: "sign a user's devices out: revoke their grants (on one client with --client); their tokens are refused and streams closed at once",
 })
-export class GrantsRevokeCommand extends CommandRunner {
+export class GrantsRevokeCommand extends UsernameCommand {
   constructor(
     private readonly users: UsersService,
     private readonly clients: ClientsService,
@@ -17,16 +18,11 @@ export class GrantsRevokeCommand extends CommandRunner {
     super();
   }
 
-  async run(_args: string[], options: { user: string; client?: string }): Promise<void> {
-    const user = await this.users.show(options.user);
+  async run(args: string[], options: UsernameOptions & { client?: string }): Promise<void> {
+    const user = await this.users.show(this.usernameOf(args, options));
     const client = options.client === undefined ? null : await this.clients.show(options.client);
     const revoked = await this.signOuts.signOutNow({ userId: user.id, ...(client ? { clientId: client.client_id } : {}) });
     printJson({ user_id: user.id, username: user.username, client_id: client?.client_id ?? null, revoked_grants: revoked });
-  }
-
-  @Option({ flags: '--user <username>', description: 'login name (case-insensitive)', required: true })
-  parseUser(value: string) {
-    return value;
   }
 
   @Option({ flags: '--client <id>', description: "only this client's grants" })

@@ -1,5 +1,6 @@
-import { Command, CommandRunner, Option } from 'nest-commander';
+import { Command, CommandRunner } from 'nest-commander';
 import { printJson } from '../../common/cli/output.js';
+import { UsernameCommand, type UsernameOptions } from '../../common/cli/username-command.js';
 import { LoginThrottle } from '../login-throttle.service.js';
 import { UsersService } from '../users.service.js';
 
@@ -15,7 +16,7 @@ export class UserListCommand extends CommandRunner {
 }
 
 @Command({ name: 'user:unlock', description: "clear a user's failed-login slow-down, from every address" })
-export class UserUnlockCommand extends CommandRunner {
+export class UserUnlockCommand extends UsernameCommand {
   constructor(
     private readonly users: UsersService,
     private readonly throttle: LoginThrottle,
@@ -23,13 +24,8 @@ export class UserUnlockCommand extends CommandRunner {
     super();
   }
 
-  async run(_args: string[], options: { username: string }): Promise<void> {
-    const user = await this.users.show(options.username);
+  async run(args: string[], options: UsernameOptions): Promise<void> {
+    const user = await this.users.show(this.usernameOf(args, options));
     printJson({ ...user, cleared_slow_downs: await this.throttle.clearUser(user.username) });
-  }
-
-  @Option({ flags: '--username <username>', description: 'login name (case-insensitive)', required: true })
-  parseUsername(value: string) {
-    return value;
   }
 }
