@@ -28,12 +28,22 @@ describe('client:create --file', () => {
   it('creates one client per line, with the options as fields, and prints each id and secret once', async () => {
     await writeFile(
       join(cwd, 'clients.jsonl'),
-      lines({ name: 'Galley TV', grant: ['device_code', 'refresh_token'], scope: 'notification:subscribe' }, '', { name: 'Planner', redirect: ['http://127.0.0.1/cb'] }),
+      lines(
+        { name: 'Galley TV', grant: ['device_code', 'refresh_token'], scope: 'notification:subscribe', 'scope-description': 'notification:subscribe=Receive report notifications' },
+        '',
+        { name: 'Planner', redirect: ['http://127.0.0.1/cb'] },
+      ),
     );
     const run = await runCli(['client:create', '--file', 'clients.jsonl']);
     const created = parseSuccess<Created[]>(run);
     expect(created).toEqual([
-      expect.objectContaining({ name: 'Galley TV', grants: ['urn:ietf:params:oauth:grant-type:device_code', 'refresh_token'], scopes: ['notification:subscribe'], redirect_patterns: [] }),
+      expect.objectContaining({
+        name: 'Galley TV',
+        grants: ['urn:ietf:params:oauth:grant-type:device_code', 'refresh_token'],
+        scopes: ['notification:subscribe'],
+        scope_descriptions: { 'notification:subscribe': 'Receive report notifications' },
+        redirect_patterns: [],
+      }),
       expect.objectContaining({ name: 'Planner', grants: ['authorization_code', 'refresh_token'], redirect_patterns: ['http://127.0.0.1/cb'] }),
     ]);
     for (const client of created) {
@@ -69,11 +79,11 @@ describe('client:create --file', () => {
         'error: 7 of 8 lines refused; no client was created:',
         '  line 2: not JSON: Unexpected token \'o\', "not json" is not valid JSON',
         '  line 3: the name "good one" is also on line 1',
-        '  line 4: unknown field "nme" (fields: name, grant, redirect, scope)',
+        '  line 4: unknown field "nme" (fields: name, grant, redirect, scope, scope-description)',
         '  line 5: grant must be one of: authorization_code, refresh_token, client_credentials, urn:ietf:params:oauth:grant-type:device_code',
         '  line 6: must be a JSON object',
         '  line 7: redirect pattern "http://8.8.8.0/24:*/cb" address range must lie within private or loopback addresses',
-        '  line 8: unknown field "file" (fields: name, grant, redirect, scope)',
+        '  line 8: unknown field "file" (fields: name, grant, redirect, scope, scope-description)',
         '',
       ].join('\n'),
     );
