@@ -43,7 +43,9 @@ function pruneOrphans(folder) {
 
 if (!process.argv.includes('--if-stale') || isStale()) {
   const started = new Date();
-  if (process.argv.includes('--if-stale')) process.stderr.write('building dist/ (the sources changed since the last build)\n');
+  if (process.argv.includes('--if-stale')) {
+    process.stderr.write(existsSync(STAMP) ? 'building dist/ (the sources changed since the last build)\n' : 'building dist/ (first start: about 20 s)\n');
+  }
   execFileSync(join('node_modules', '.bin', 'nest'), ['build'], { stdio: 'inherit' });
   execFileSync(join('node_modules', '.bin', 'tsc'), ['-p', 'tsconfig.migrations.json'], { stdio: 'inherit' });
   pruneOrphans('dist');
