@@ -30,6 +30,9 @@ export async function openDatabaseServer(env: Env, owner: 'service' | 'cli', log
   try {
     const embedded = await startEmbeddedPostgres({ dataDir: env.dataDir, port: env.EMBEDDED_PG_PORT, log });
     await ensureDatabase(embedded.url(), EMBEDDED_DATABASE);
+    // A CLI command beside a running service is the usual case, not news; a service adopting a
+    // server a killed run left behind is.
+    if (!embedded.startedHere && owner === 'service') log(`embedded PostgreSQL already running in ${env.dataDir}; reusing it`);
     const stopOnClose = owner === 'service' || embedded.startedHere;
     return {
       url: embedded.url(EMBEDDED_DATABASE),

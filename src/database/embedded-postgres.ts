@@ -67,12 +67,7 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
   }
   const credentials = JSON.parse(await readFile(join(dataDir, 'embedded-postgres.json'), 'utf8')) as Credentials;
 
-  let startedHere = false;
-  if (await isRunning(binaries, clusterDir, account)) {
-    log(`embedded PostgreSQL already running in ${clusterDir}; reusing it`);
-  } else {
-    startedHere = await startServer(binaries, clusterDir, options.port, account, log);
-  }
+  const startedHere = (await isRunning(binaries, clusterDir, account)) ? false : await startServer(binaries, clusterDir, options.port, account, log);
   const { pid, port } = await readPostmasterPid(clusterDir);
   const url = (database = 'postgres') =>
     `postgres://${credentials.user}:${encodeURIComponent(credentials.password)}@127.0.0.1:${port}/${database}`;

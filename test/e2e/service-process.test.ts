@@ -102,6 +102,18 @@ describe('the service process with the embedded database', () => {
     expect(await first.exited).toBe(0);
   });
 
+  it('runs a CLI command beside the running service silently: stdout holds the answer, stderr nothing', async () => {
+    const service = start();
+    await waitForStatus(`${baseUrl}/health`, 200, 60_000);
+    const result = await runCli(['client:list'], { env });
+    expect(result.code, result.stderr).toBe(0);
+    expect(JSON.parse(result.stdout)).toEqual(expect.any(Array));
+    expect(result.stderr).toBe('');
+    expect(await embeddedServerRunning()).toBe(true);
+    service.child.kill('SIGTERM');
+    expect(await service.exited).toBe(0);
+  });
+
   it('reuses the database server a killed process left running', async () => {
     const killed = start();
     await waitForStatus(`${baseUrl}/health`, 200, 60_000);
