@@ -12,5 +12,9 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 120_000,
     pool: 'forks',
+    // Most tests wait on child processes, Chromium and PostgreSQL rather than compute, and each has
+    // its own database, ports and folders: two workers on a 2-core machine took the suite from 16
+    // to 11 minutes (Vitest's default there is one).
+    maxWorkers: 2,
   },
 });
