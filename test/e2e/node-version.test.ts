@@ -45,6 +45,8 @@ describe('the Node version check of the entry points', () => {
     }
   });
 
+  const INSTALL_RECORD = '.voyage-connect-install.json';
+
   /** A copy of the built app whose node_modules (the real packages, linked) says it was installed by `installedWith`. */
   function appInstalledWith(installedWith: { node: string; modules: string }): string {
     const app = mkdtempSync(join(tmpdir(), 'voyage-connect-node-'));
@@ -52,13 +54,20 @@ describe('the Node version check of the entry points', () => {
     cpSync(join(ROOT, 'dist'), join(app, 'dist'), { recursive: true });
     cpSync(join(ROOT, 'package.json'), join(app, 'package.json'));
     mkdirSync(join(app, 'node_modules'));
-    for (const entry of readdirSync(join(ROOT, 'node_modules'))) symlinkSync(join(ROOT, 'node_modules', entry), join(app, 'node_modules', entry));
-    writeFileSync(join(app, 'node_modules', '.voyage-connect-install.json'), JSON.stringify(installedWith));
+    // Every package linked, but not the install record: writing through a link to it would change
+    // the real one under the tests running beside this one.
+    for (const entry of readdirSync(join(ROOT, 'node_modules')).filter((name) => name !== INSTALL_RECORD)) {
+      symlinkSync(join(ROOT, 'node_modules', entry), join(app, 'node_modules', entry));
+    }
+    writeFileSync(join(app, 'node_modules', INSTALL_RECORD), JSON.stringify(installedWith));
     return app;
   }
 
   it('refuses a supported Node other than the one npm ci ran under, naming both, and runs under that one', () => {
+    const real = readFileSync(join(ROOT, 'node_modules', INSTALL_RECORD), 'utf8');
     const other = appInstalledWith({ node: 'v22.22.3', modules: '127' });
+    // The copy's record is its own: the real install, which tests beside this one use, is untouched.
+    expect(readFileSync(join(ROOT, 'node_modules', INSTALL_RECORD), 'utf8')).toBe(real);
     const refused = runEntry(process.execPath, join(other, 'dist/cli.js'), ['user:list']);
     expect(refused.status).toBe(1);
     expect(refused.stderr).toBe(
