@@ -33,6 +33,10 @@ export class ClientEntity {
   @Column('jsonb', { name: 'scope_descriptions' })
   scopeDescriptions: Record<string, string>;
 
+  /** How its users sign in: 'local' (the service's own portal users) and/or identity provider names (src/identity-providers/). */
+  @Column('text', { name: 'sign_in', array: true })
+  signIn: string[];
+
   @Column('boolean')
   enabled: boolean;
 

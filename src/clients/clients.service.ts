@@ -4,6 +4,7 @@ import { DataSource } from 'typeorm';
 import { invalidInput, notFound } from '../common/errors/app-error.js';
 import { validateInput } from '../common/validation/validate-input.js';
 import { Env } from '../config/env.js';
+import { LOCAL_SIGN_IN } from '../identity-providers/identity-provider.entity.js';
 import { SignOutsRepository } from '../token/sign-outs.repository.js';
 import type { ClientEntity } from './client.entity.js';
 import { generateClientId, generateClientSecret, hashClientSecret, secretMatchesHash } from './client-secret.js';
@@ -76,6 +77,7 @@ export class ClientsService {
       // A client-credentials client without explicit scopes may use the default one.
       scopes: input.scopes?.length ? input.scopes : grants.includes('client_credentials') ? [this.env.DEFAULT_CLIENT_SCOPE] : [],
       scopeDescriptions: input.scopeDescriptions ?? {},
+      signIn: input.signIn?.length ? input.signIn : [LOCAL_SIGN_IN],
     });
   }
 
@@ -92,6 +94,7 @@ export class ClientsService {
           redirectPatterns: dto.redirectPatterns,
           scopes: dto.scopes,
           scopeDescriptions: dto.scopeDescriptions,
+          signIn: dto.signIn,
           enabled: true,
           secretHash: hashClientSecret(secrets[index]),
           previousSecretHash: null,

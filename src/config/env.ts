@@ -161,6 +161,18 @@ export class Env {
   @Min(0) @Max(60) @IsInt()
   REFRESH_REUSE_GRACE: number = 0;
 
+  /** Milliseconds each call to an upstream identity provider (discovery, keys, token, revocation) may take. */
+  @Min(100) @Max(60000) @IsInt()
+  IDP_HTTP_TIMEOUT_MS: number = 5000;
+
+  /** Seconds of clock difference tolerated in an upstream provider's ID token (exp, iat). */
+  @Min(0) @Max(600) @IsInt()
+  IDP_CLOCK_TOLERANCE: number = 60;
+
+  /** Seconds between two re-checks of a brokered user at their provider on refresh (0: every refresh). */
+  @Min(0) @Max(30 * 86400) @IsInt()
+  IDP_RECHECK_INTERVAL: number = 0;
+
   /** Seconds a device must wait between two polls of one state (faster polls get 429). */
   @Min(0) @Max(60) @IsInt()
   CODE_POLL_MIN_INTERVAL: number = 4;

@@ -8,11 +8,13 @@ import { validateInput } from '../common/validation/validate-input.js';
 import { SignOutsRepository } from '../token/sign-outs.repository.js';
 import { CreateUserDto, isPlausibleLogin, NewPasswordDto } from './dto/create-user.dto.js';
 import { hashPassword, verifyPassword } from './password.js';
-import { UserEntity } from './user.entity.js';
+import { UserEntity, type UpstreamProfile } from './user.entity.js';
 
 export interface UserView {
   id: string;
   username: string;
+  /** The identity provider a brokered user signs in with; null for the service's own users. */
+  provider: string | null;
   enabled: boolean;
   created_at: string;
 }
@@ -107,11 +109,29 @@ export class UsersService {
    */
   async authenticate(username: string, password: string): Promise<Authentication> {
     const user = await this.findByUsername(username);
+    // A brokered user has no password here: refused after the same work as an unknown one.
     const valid = await verifyPassword(user?.passwordHash ?? (await this.decoyHash()), password);
-    if (!user) return { refused: 'unknown_user' };
+    if (!user?.passwordHash) return { refused: 'unknown_user' };
     if (!valid) return { refused: 'wrong_password', userId: user.id };
     if (user.disabledAt) return { refused: 'disabled_user', userId: user.id };
     return { user };
+  }
+
+  /**
+   * The portal user a provider's subject is, made at their first sign-in and linked by the
+   * provider's issuer and `sub` only (an e-mail can be changed or reused, so it never links); the
+   * profile claims are refreshed at each sign-in. Its username, `NAME:sub`, is a stable handle
+   * for the CLI; pages show the profile's name.
+   */
+  async linkUpstream(provider: { name: string; issuer: string }, subject: string, profile: UpstreamProfile): Promise<UserEntity> {
+    const [row]: { id: string }[] = await this.users.query(
+      `INSERT INTO portal_users (username, provider, upstream_issuer, upstream_subject, profile) VALUES ($1, $2, $3, $4, $5)
+       ON CONFLICT (upstream_issuer, upstream_subject) WHERE upstream_issuer IS NOT NULL
+       DO UPDATE SET provider = EXCLUDED.provider, profile = EXCLUDED.profile
+       RETURNING id`,
+      [`${provider.name}:${subject}`, provider.name, provider.issuer, subject, profile],
+    );
+    return this.users.findOneByOrFail({ id: row.id });
   }
 
   private decoy?: Promise<string>;
@@ -130,6 +150,7 @@ export class UsersService {
 const toView = (user: UserEntity): UserView => ({
   id: user.id,
   username: user.username,
+  provider: user.provider,
   enabled: !user.disabledAt,
   created_at: user.createdAt.toISOString(),
 });

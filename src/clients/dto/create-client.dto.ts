@@ -1,4 +1,4 @@
-import { ArrayUnique, IsArray, IsIn, IsString, Matches, MaxLength, MinLength } from 'class-validator';
+import { ArrayMinSize, ArrayUnique, IsArray, IsIn, IsString, Matches, MaxLength, MinLength } from 'class-validator';
 import { PlainText } from '../../common/validation/storable-text.js';
 import { GRANT_TYPES, type GrantType } from '../client.entity.js';
 import { IsRedirectPattern } from '../is-redirect-pattern.decorator.js';
@@ -29,6 +29,13 @@ export class CreateClientDto {
   @ArrayUnique()
   @Matches(SCOPE_TOKEN, { each: true, message: 'each scope must be a scope token (RFC 6749 §3.3)' })
   scopes: string[];
+
+  /** How the client's users sign in: `local` and/or identity provider names (`client:create --sign-in`). */
+  @IsArray()
+  @ArrayMinSize(1)
+  @ArrayUnique()
+  @Matches(/^[a-z0-9][a-z0-9_-]{0,62}$/, { each: true, message: 'each sign-in method must be "local" or an identity provider name' })
+  signIn: string[];
 
   /** What the approval page shows for a scope instead of its name (`client:create --scope-description SCOPE=TEXT`). */
   @IsScopeDescriptions()

@@ -1,0 +1,20 @@
+import { Module } from '@nestjs/common';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { IdentityProviderEntity } from './identity-provider.entity.js';
+import { IdentityProvidersService } from './identity-providers.service.js';
+import { UpstreamClients } from './upstream-clients.service.js';
+import { UpstreamSignIn } from './upstream-sign-in.service.js';
+import { UpstreamSignInsRepository } from './upstream-sign-ins.repository.js';
+import { UpstreamVault } from './upstream-vault.js';
+
+/**
+ * The portal's identity providers, upstream of the service: their registry, the service as a
+ * relying party to each, and the round trip of a sign-in there. What a sign-in leads to (a
+ * helper code, a device approval, relayed tokens) is the business of the flows that start it.
+ */
+@Module({
+  imports: [TypeOrmModule.forFeature([IdentityProviderEntity])],
+  providers: [IdentityProvidersService, UpstreamClients, UpstreamSignIn, UpstreamSignInsRepository, UpstreamVault],
+  exports: [IdentityProvidersService, UpstreamClients, UpstreamSignIn, UpstreamVault],
+})
+export class IdentityProvidersModule {}

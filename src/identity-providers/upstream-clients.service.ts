@@ -1,0 +1,106 @@
+import { Injectable } from '@nestjs/common';
+import * as oidc from 'openid-client';
+import { Env } from '../config/env.js';
+import { type IdentityProviderEntity, secretContext } from './identity-provider.entity.js';
+import { UpstreamFailure } from './upstream-failure.js';
+import { UpstreamVault } from './upstream-vault.js';
+
+/** How long a provider's discovery document is trusted before it is fetched again. */
+const DISCOVERY_MAX_AGE_MS = 3600_000;
+
+/** A loopback issuer may be plain http (development, tests); every other one must be https. */
+export function isLoopback(url: URL): boolean {
+  return ['127.0.0.1', '[::1]', 'localhost'].includes(url.hostname) || /^127\.\d+\.\d+\.\d+$/.test(url.hostname);
+}
+
+interface CachedConfiguration {
+  configuration: Promise<oidc.Configuration>;
+  /** The registration it was made from: an idp:update or a rotated secret makes a new one. */
+  updatedAt: number;
+  fetchedAt: number;
+}
+
+/**
+ * The service as a relying party (openid-client 6) to each registered provider: one
+ * Configuration per provider, its discovery document cached for an hour and its JWKS cached by
+ * openid-client (refetched on an unknown `kid`, one request at a time). Every call is bounded by
+ * IDP_HTTP_TIMEOUT_MS and ID tokens are checked within IDP_CLOCK_TOLERANCE.
+ */
+@Injectable()
+export class UpstreamClients {
+  private readonly cache = new Map<string, CachedConfiguration>();
+
+  constructor(
+    private readonly env: Env,
+    private readonly vault: UpstreamVault,
+  ) {}
+
+  /**
+   * The provider's discovery document, fetched and checked (its issuer must be `issuer` exactly),
+   * as for a registration: an UpstreamFailure saying what is wrong otherwise.
+   */
+  async check(issuer: string, clientId: string, secret: string | null): Promise<oidc.ServerMetadata> {
+    const configuration = await this.discover(issuer, clientId, secret);
+    const metadata = configuration.serverMetadata();
+    if (!metadata.authorization_endpoint || !metadata.token_endpoint) throw UpstreamFailure.invalid('its discovery document has no authorization or token endpoint');
+    if (!metadata.jwks_uri) throw UpstreamFailure.invalid('its discovery document has no jwks_uri, so its ID tokens cannot be checked');
+    const challenges = metadata.code_challenge_methods_supported;
+    if (challenges && !challenges.includes('S256')) throw UpstreamFailure.invalid('it does not support PKCE with S256');
+    return metadata;
+  }
+
+  /** The provider's Configuration, from cache while fresh. A failed discovery is not cached. */
+  configuration(provider: IdentityProviderEntity): Promise<oidc.Configuration> {
+    const cached = this.cache.get(provider.name);
+    const now = Date.now();
+    if (cached && cached.updatedAt === provider.updatedAt.getTime() && now - cached.fetchedAt < DISCOVERY_MAX_AGE_MS) return cached.configuration;
+    const secret = provider.clientSecretSealed ? this.vault.open(secretContext(provider.name), provider.clientSecretSealed) : null;
+    const configuration = this.discover(provider.issuer, provider.clientId, secret);
+    const entry = { configuration, updatedAt: provider.updatedAt.getTime(), fetchedAt: now };
+    this.cache.set(provider.name, entry);
+    configuration.catch(() => {
+      if (this.cache.get(provider.name) === entry) this.cache.delete(provider.name);
+    });
+    return configuration;
+  }
+
+  /** Runs one call to the provider, its failures said as UpstreamFailure. */
+  async call<T>(provider: IdentityProviderEntity, action: (configuration: oidc.Configuration) => Promise<T>): Promise<T> {
+    const configuration = await this.configuration(provider);
+    try {
+      return await action(configuration);
+    } catch (error) {
+      throw UpstreamFailure.from(error);
+    }
+  }
+
+  private async discover(issuer: string, clientId: string, secret: string | null): Promise<oidc.Configuration> {
+    const url = new URL(issuer);
+    const insecure = url.protocol === 'http:' && isLoopback(url);
+    const timeoutMs = this.env.IDP_HTTP_TIMEOUT_MS;
+    const boundedFetch: oidc.CustomFetch = (input, init) => fetch(input, { ...init, signal: AbortSignal.any([init.signal, AbortSignal.timeout(timeoutMs)].filter(Boolean) as AbortSignal[]) });
+    const options: oidc.DiscoveryRequestOptions = {
+      execute: insecure ? [oidc.allowInsecureRequests] : [],
+      timeout: Math.ceil(timeoutMs / 1000),
+      [oidc.customFetch]: boundedFetch,
+    };
+    let found: oidc.Configuration;
+    try {
+      found = await oidc.discovery(url, clientId, undefined, oidc.None(), options);
+    } catch (error) {
+      throw UpstreamFailure.from(error);
+    }
+    const metadata = found.serverMetadata();
+    const configuration = new oidc.Configuration(metadata, clientId, { [oidc.clockTolerance]: this.env.IDP_CLOCK_TOLERANCE }, secret === null ? oidc.None() : clientAuthentication(metadata, secret));
+    configuration.timeout = options.timeout;
+    configuration[oidc.customFetch] = boundedFetch;
+    if (insecure) oidc.allowInsecureRequests(configuration);
+    return configuration;
+  }
+}
+
+/** client_secret_basic unless the provider says it only takes client_secret_post (RFC 8414 §2: basic is the default). */
+function clientAuthentication(metadata: oidc.ServerMetadata, secret: string): oidc.ClientAuth {
+  const supported = metadata.token_endpoint_auth_methods_supported;
+  return supported && !supported.includes('client_secret_basic') && supported.includes('client_secret_post') ? oidc.ClientSecretPost(secret) : oidc.ClientSecretBasic(secret);
+}

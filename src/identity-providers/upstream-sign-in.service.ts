@@ -1,0 +1,117 @@
+import { Injectable } from '@nestjs/common';
+import * as oidc from 'openid-client';
+import { sha256 } from '../common/crypto/opaque-token.js';
+import type { IdentityProviderEntity } from './identity-provider.entity.js';
+import { IdentityProvidersService } from './identity-providers.service.js';
+import { UpstreamClients } from './upstream-clients.service.js';
+import { UpstreamFailure } from './upstream-failure.js';
+import { type SignInPurpose, UpstreamSignInsRepository, type UntakenReason } from './upstream-sign-ins.repository.js';
+import { UpstreamVault } from './upstream-vault.js';
+
+/** The provider's answer, checked: its tokens and the ID token's claims (merged with userinfo's when asked). */
+export interface UpstreamIdentity {
+  tokens: oidc.TokenEndpointResponse;
+  claims: oidc.IDToken;
+}
+
+/** How a callback ended. */
+export type CallbackResult =
+  | { outcome: 'signed-in'; provider: IdentityProviderEntity; purpose: SignInPurpose; identity: UpstreamIdentity }
+  /** The provider answered an error (the user cancelled, or it refused): the device is told access_denied. */
+  | { outcome: 'cancelled'; provider: IdentityProviderEntity; purpose: SignInPurpose; error: string }
+  /** The callback is not one this browser may finish: nothing was changed. */
+  | { outcome: 'refused'; reason: UntakenReason | 'unknown_provider' | 'no_state'; provider?: IdentityProviderEntity }
+  /** The exchange or its checks failed: nothing is issued. */
+  | { outcome: 'failed'; provider: IdentityProviderEntity; purpose: SignInPurpose; failure: UpstreamFailure };
+
+const verifierContext = (stateHash: Buffer) => `upstream-sign-in:${stateHash.toString('base64url')}`;
+
+/**
+ * The round trip to a provider (authorization code flow, PKCE S256, state, nonce): `start` makes
+ * the provider's authorization URL and records the sign-in; `finish` takes it back once, from the
+ * browser that started it, and exchanges the code, which openid-client checks (state, RFC 9207
+ * `iss`, the ID token's signature, iss, aud, azp, exp, iat and nonce).
+ */
+@Injectable()
+export class UpstreamSignIn {
+  constructor(
+    private readonly registry: IdentityProvidersService,
+    private readonly upstream: UpstreamClients,
+    private readonly signIns: UpstreamSignInsRepository,
+    private readonly vault: UpstreamVault,
+  ) {}
+
+  /** Where to send the browser; an UpstreamFailure when the provider's configuration cannot be had. */
+  async start(provider: IdentityProviderEntity, purpose: SignInPurpose, browser: string, expiresAt: Date): Promise<string> {
+    const configuration = await this.upstream.call(provider, async (configuration) => configuration);
+    const state = oidc.randomState();
+    const nonce = oidc.randomNonce();
+    const verifier = oidc.randomPKCECodeVerifier();
+    const stateHash = sha256(state);
+    await this.signIns.insert({
+      stateHash,
+      provider: provider.name,
+      browserHash: sha256(browser),
+      nonce,
+      codeVerifierSealed: this.vault.seal(verifierContext(stateHash), verifier),
+      purpose,
+      expiresAt,
+    });
+    return oidc.buildAuthorizationUrl(configuration, {
+      redirect_uri: this.registry.callbackUrl(provider.name),
+      scope: provider.scopes.join(' '),
+      state,
+      nonce,
+      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: 'S256',
+    }).href;
+  }
+
+  /** The provider's answer at GET /sso/callback/NAME (`query` as received). */
+  async finish(name: string, query: URLSearchParams, browser: string | undefined): Promise<CallbackResult> {
+    const provider = await this.registry.find(name);
+    if (!provider) return { outcome: 'refused', reason: 'unknown_provider' };
+    const state = query.get('state');
+    if (!state || state.length > 512) return { outcome: 'refused', reason: 'no_state', provider };
+    const stateHash = sha256(state);
+    const taken = await this.signIns.take(stateHash, provider.name, browser ? sha256(browser) : null);
+    if (typeof taken === 'string') return { outcome: 'refused', reason: taken, provider };
+    const { purpose } = taken;
+    const error = query.get('error');
+    if (error !== null) return { outcome: 'cancelled', provider, purpose, error: /^[\x20-\x7e]{1,64}$/.test(error) ? error : 'access_denied' };
+    try {
+      const verifier = this.vault.open(verifierContext(stateHash), taken.codeVerifierSealed);
+      const identity = await this.upstream.call(provider, async (configuration) => {
+        const callbackUrl = new URL(this.registry.callbackUrl(provider.name));
+        callbackUrl.search = query.toString();
+        const tokens = await oidc.authorizationCodeGrant(configuration, callbackUrl, {
+          pkceCodeVerifier: verifier,
+          expectedState: state,
+          expectedNonce: taken.nonce,
+          idTokenExpected: true,
+        });
+        return { tokens, claims: { ...(await profileClaims(configuration, tokens)), ...tokens.claims()! } };
+      });
+      return { outcome: 'signed-in', provider, purpose, identity };
+    } catch (error) {
+      if (error instanceof UpstreamFailure) return { outcome: 'failed', provider, purpose, failure: error };
+      throw error;
+    }
+  }
+}
+
+/**
+ * The profile claims the ID token may leave to the userinfo endpoint (OpenID Connect Core §5.4):
+ * asked for only when the ID token lacks them; a failure there keeps the ID token's.
+ */
+async function profileClaims(configuration: oidc.Configuration, tokens: oidc.TokenEndpointResponse & oidc.TokenEndpointResponseHelpers): Promise<oidc.JsonObject> {
+  const claims = tokens.claims()!;
+  if (claims.preferred_username !== undefined || !tokens.access_token || !configuration.serverMetadata().userinfo_endpoint) return {};
+  try {
+    const { sub, ...profile } = await oidc.fetchUserInfo(configuration, tokens.access_token, claims.sub);
+    void sub;
+    return profile;
+  } catch {
+    return {};
+  }
+}
