@@ -166,11 +166,11 @@ export class Env {
   IDP_HTTP_TIMEOUT_MS: number = 5000;
 
   /** Seconds of clock difference tolerated in an upstream provider's ID token (exp, iat). */
-  @Min(0) @Max(600) @IsInt()
+  @Min(0) @Max(300) @IsInt()
   IDP_CLOCK_TOLERANCE: number = 60;
 
   /** Seconds between two re-checks of a brokered user at their provider on refresh (0: every refresh). */
-  @Min(0) @Max(30 * 86400) @IsInt()
+  @Min(0) @Max(86400) @IsInt()
   IDP_RECHECK_INTERVAL: number = 0;
 
   /** Seconds a device must wait between two polls of one state (faster polls get 429). */

@@ -1,3 +1,5 @@
+import type { IdentityProviderEntity } from '../identity-providers/identity-provider.entity.js';
+import { providerButtons } from '../identity-providers/provider-buttons.js';
 import { credentialInputs, errorParagraph, escapeHtml, hiddenInput, PORTAL_ACCOUNT, pageLayout } from '../common/html/page-layout.js';
 import { displayUserCode } from './user-code.js';
 
@@ -29,18 +31,25 @@ export interface DeviceRequestView {
   csrfToken: string;
 }
 
-/** Step 2: sign in, with the client named so the user sees what they are connecting. */
-export function deviceSignInPage(view: DeviceRequestView & { username?: string; error?: string }): string {
+/** Step 2: sign in (at an identity provider, or with a username and password), with the client named so the user sees what they are connecting. */
+export function deviceSignInPage(
+  view: DeviceRequestView & { username?: string; error?: string; local: boolean; providers: Pick<IdentityProviderEntity, 'name' | 'displayName'>[] },
+): string {
+  const fields = { csrf_token: view.csrfToken, user_code: view.userCode };
+  const intro = view.providers.length > 0 ? 'Choose how to sign in' : `Use your ${PORTAL_ACCOUNT}`;
+  const local = view.local
+    ? `<form method="post" action="${ACTION}" novalidate>
+${hiddenInput('csrf_token', view.csrfToken)}
+${hiddenInput('user_code', view.userCode)}
+${credentialInputs(view.username, view.error ? 'login-error' : undefined, view.providers.length === 0)}
+<button type="submit">Sign in</button>
+</form>`
+    : '';
   return pageLayout(
     'Sign in',
     `<h1>Sign in</h1>
-<p>Use your ${PORTAL_ACCOUNT} to connect <strong>${escapeHtml(view.clientName)}</strong> with the code <span class="code">${displayUserCode(view.userCode)}</span>.</p>
-${errorParagraph(view.error, 'login-error')}<form method="post" action="${ACTION}" novalidate>
-${hiddenInput('csrf_token', view.csrfToken)}
-${hiddenInput('user_code', view.userCode)}
-${credentialInputs(view.username, view.error ? 'login-error' : undefined)}
-<button type="submit">Sign in</button>
-</form>`,
+<p>${intro} to connect <strong>${escapeHtml(view.clientName)}</strong> with the code <span class="code">${displayUserCode(view.userCode)}</span>.</p>
+${errorParagraph(view.error, 'login-error')}${view.providers.length > 0 ? providerButtons(ACTION, fields, view.providers, view.local) : ''}${local}`,
   );
 }
 

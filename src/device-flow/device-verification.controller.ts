@@ -3,6 +3,8 @@ import { ApiBody, ApiConsumes, ApiOperation, ApiQuery, ApiTags } from '@nestjs/s
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { RETRY_AFTER_HEADER } from '../common/errors/api-error-response.decorator.js';
 import { ApiHtmlResponse } from '../common/html/api-html-response.decorator.js';
+import { bindBrowser } from '../identity-providers/upstream-browser.js';
+import type { HtmlPage } from '../common/html/html-reply.js';
 import { requesterOf } from '../common/http/requester.js';
 import { csrfCookieValue, newCsrfToken, pageCsrfToken, sendHtmlPage } from '../common/html/html-reply.js';
 import { DeviceVerificationService } from './device-verification.service.js';
@@ -21,7 +23,7 @@ export class DeviceVerificationController {
   @ApiHtmlResponse(200, 'the code form')
   show(@Query() query: unknown, @Req() request: FastifyRequest, @Res() reply: FastifyReply) {
     const csrfToken = pageCsrfToken(request, PAGE_PATH);
-    sendHtmlPage(request, reply, this.verification.show(query, csrfToken), { token: csrfToken, pagePath: PAGE_PATH });
+    sendDevicePage(request, reply, this.verification.show(query, csrfToken), csrfToken);
   }
 
   @Post()
@@ -46,7 +48,16 @@ export class DeviceVerificationController {
   async submit(@Body() body: unknown, @Req() request: FastifyRequest, @Res() reply: FastifyReply) {
     // Every answer carries a fresh token: the next form is rendered with it and the cookie renewed.
     const fresh = newCsrfToken();
-    const outcome = await this.verification.submit(body, { cookie: csrfCookieValue(request, PAGE_PATH), fresh }, requesterOf(request));
-    sendHtmlPage(request, reply, outcome, { token: fresh, pagePath: PAGE_PATH });
+    const outcome = await this.verification.submit(body, { cookie: csrfCookieValue(request, PAGE_PATH), fresh }, requesterOf(request), () => bindBrowser(request, reply));
+    if ('location' in outcome) {
+      void reply.header('Cache-Control', 'no-store').header('Referrer-Policy', 'no-referrer').redirect(outcome.location, 303);
+      return;
+    }
+    sendDevicePage(request, reply, outcome, fresh);
   }
+}
+
+/** A page of the verification flow, with its CSRF cookie (also from the identity provider callback, which shows the approval form). */
+export function sendDevicePage(request: FastifyRequest, reply: FastifyReply, page: HtmlPage, csrfToken: string): void {
+  sendHtmlPage(request, reply, page, { token: csrfToken, pagePath: PAGE_PATH });
 }

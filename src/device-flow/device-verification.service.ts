@@ -5,6 +5,11 @@ import { randomToken, sha256 } from '../common/crypto/opaque-token.js';
 import { csrfMatches, csrfRefusal, type HtmlPage } from '../common/html/html-reply.js';
 import type { Requester } from '../common/http/requester.js';
 import { SecurityEvents } from '../common/logging/security-events.js';
+import { type SignInChoice, SignInMethods, onlyProvider } from '../identity-providers/sign-in-methods.service.js';
+import { UpstreamFailure } from '../identity-providers/upstream-failure.js';
+import { UpstreamSignIn } from '../identity-providers/upstream-sign-in.service.js';
+import { messagePage } from '../common/html/page-layout.js';
+import { displayNameOf, type UserEntity } from '../users/user.entity.js';
 import { Metrics } from '../metrics/metrics.service.js';
 import { LoginAttempts, signInRefusal } from '../oauth-helper/login-attempts.service.js';
 import { DeviceCodesRepository, type FoundDeviceCode } from '../token/device-codes.repository.js';
@@ -21,7 +26,15 @@ interface FoundRequest {
   client: ClientEntity;
   scope: string | null;
   signedInUsername: string | null;
+  expiresAt: Date;
+  methods: SignInChoice;
 }
+
+/** What a step of the verification page answers: a page, or the browser sent to an identity provider. */
+export type VerificationOutcome = HtmlPage | { location: string };
+
+/** The browser's binding cookie, issued on first use: only a sign-in at a provider needs one. */
+type BrowserBinding = () => string;
 
 interface Submission {
   params: OAuthParams;
@@ -59,6 +72,8 @@ export class DeviceVerificationService {
     private readonly throttle: UserCodeThrottle,
     private readonly metrics: Metrics,
     private readonly events: SecurityEvents,
+    private readonly methods: SignInMethods,
+    private readonly upstream: UpstreamSignIn,
   ) {}
 
   /** GET: the code form, pre-filled from `verification_uri_complete`; the user still confirms it. */
@@ -68,7 +83,7 @@ export class DeviceVerificationService {
     return page(200, codeEntryPage({ csrfToken, userCode }));
   }
 
-  async submit(body: unknown, csrf: { cookie?: string; fresh: string }, requester: Requester): Promise<HtmlPage> {
+  async submit(body: unknown, csrf: { cookie?: string; fresh: string }, requester: Requester, browser: BrowserBinding): Promise<VerificationOutcome> {
     let params: OAuthParams;
     try {
       params = readOAuthParams(body);
@@ -91,40 +106,85 @@ export class DeviceVerificationService {
     // Which form was sent, by its fields as sent: an empty field is absent from `params`.
     const sent = (name: string) => Object.hasOwn(body as object, name);
     if (sent('decision')) return this.decide(found, submission);
+    if (sent('idp')) return this.toProvider(found, params.get('idp') ?? '', csrf.fresh, browser);
     if (sent('username') || sent('password')) return this.signIn(found, submission);
-    return page(200, deviceSignInPage(this.view(found, csrf.fresh)));
+    // A client that signs in through one provider only has nothing to choose: straight there.
+    const provider = onlyProvider(found.methods);
+    return provider ? this.toProvider(found, provider.name, csrf.fresh, browser) : this.signInPage(found, csrf.fresh, 200);
+  }
+
+  /**
+   * A sign-in at a provider came back for this code (GET /sso/callback/NAME): the brokered user
+   * goes on to the approval form, as after a local sign-in.
+   */
+  async upstreamSignedIn(typedCode: string, user: UserEntity, upstreamSessionId: string | null, csrfToken: string, requester: Requester): Promise<HtmlPage> {
+    const found = await this.find(typedCode, requester.address, csrfToken);
+    if ('html' in found) return found;
+    return this.approvalFor(found, user, upstreamSessionId, csrfToken);
+  }
+
+  /** The sign-in was cancelled at the provider: the device's poll is answered access_denied. */
+  async upstreamCancelled(userCode: string, csrfToken: string): Promise<HtmlPage> {
+    const denied = await this.deviceCodes.denyPending(userCode);
+    if (!denied) return (await this.whyNoLongerPending(userCode, csrfToken)) ?? page(400, codeEntryPage({ csrfToken, error: codeMessages.expired(userCode) }));
+    this.metrics.deviceAuthorizations.inc({ event: 'denied' });
+    return page(200, messagePage('Sign-in cancelled', 'The device was not connected. It will tell you the sign-in was cancelled; you can close this page.'));
+  }
+
+  /** The round trip to a provider the client signs in with: a redirect there, or the sign-in form again saying why not. */
+  private async toProvider(found: FoundRequest, name: string, csrfToken: string, browser: BrowserBinding): Promise<VerificationOutcome> {
+    const provider = found.methods.providers.find((candidate) => candidate.name === name);
+    if (!provider) return this.signInPage(found, csrfToken, 400, 'That way of signing in is not offered for this device. Choose one below.');
+    try {
+      return { location: await this.upstream.start(provider, { kind: 'device', userCode: found.userCode, clientId: found.client.id }, browser(), found.expiresAt) };
+    } catch (error) {
+      if (!(error instanceof UpstreamFailure)) throw error;
+      return page(503, messagePage(`${provider.displayName} is unavailable`, `${provider.displayName} cannot be reached right now. Try again in a moment.`), 5);
+    }
+  }
+
+  private async signInPage(found: FoundRequest, csrfToken: string, status: number, error?: string, username?: string, retryAfter?: number): Promise<HtmlPage> {
+    const { local, providers } = found.methods;
+    const html = deviceSignInPage({ ...this.view(found, csrfToken), username, error, local, providers });
+    return { status, html, retryAfter, formTargets: providers.length > 0 ? await this.methods.formTargets() : [] };
   }
 
   /** Step 2 done: the approval form, which only this sign-in's value can submit. */
   private async signIn(found: FoundRequest, { params, csrfToken, requester }: Submission): Promise<HtmlPage> {
     const username = params.get('username');
     const password = params.get('password');
-    if (!username || !password) return page(400, deviceSignInPage({ ...this.view(found, csrfToken), username, error: 'Enter your username and password.' }));
+    if (!found.methods.local) return this.signInPage(found, csrfToken, 400, `${found.client.name} signs in through ${found.methods.providers.map((p) => p.displayName).join(' or ')} only.`);
+    if (!username || !password) return this.signInPage(found, csrfToken, 400, 'Enter your username and password.', username);
     const attempt = await this.logins.attempt(username, password, { clientId: found.client.id, requester });
     if (attempt.outcome !== 'signed-in') {
       const refusal = signInRefusal(attempt);
-      return page(refusal.status, deviceSignInPage({ ...this.view(found, csrfToken), username, error: refusal.message }), refusal.retryAfter);
+      return this.signInPage(found, csrfToken, refusal.status, refusal.message, username, refusal.retryAfter);
     }
+    return this.approvalFor(found, attempt.user, null, csrfToken, username);
+  }
+
+  /** The approval form for a user who signed in (here or at a provider), which only this sign-in's value can submit. */
+  private async approvalFor(found: FoundRequest, user: UserEntity, upstreamSessionId: string | null, csrfToken: string, username?: string): Promise<HtmlPage> {
     const approvalNonce = randomToken(32);
-    if (!(await this.deviceCodes.signIn(found.userCode, attempt.user.id, attempt.user.tokensValidAfter, sha256(approvalNonce)))) {
+    if (!(await this.deviceCodes.signIn(found.userCode, user.id, user.tokensValidAfter, sha256(approvalNonce), upstreamSessionId))) {
       // Still waiting: the account was signed out or disabled since its password was checked.
-      return (await this.whyNoLongerPending(found.userCode, csrfToken)) ?? page(400, deviceSignInPage({ ...this.view(found, csrfToken), username, error: 'Please sign in again.' }));
+      return (await this.whyNoLongerPending(found.userCode, csrfToken)) ?? this.signInPage(found, csrfToken, 400, 'Please sign in again.', username);
     }
     const scopes = found.scope?.split(' ') ?? [];
     const { scopeDescriptions } = found.client;
-    return page(200, approvalPage({ ...this.view(found, csrfToken), username: attempt.user.username, scopes, scopeDescriptions, approvalNonce }));
+    return page(200, approvalPage({ ...this.view(found, csrfToken), username: displayNameOf(user), scopes, scopeDescriptions, approvalNonce }));
   }
 
   /** Step 3: approve or deny, once. */
   private async decide(found: FoundRequest, { params, csrfToken, requester }: Submission): Promise<HtmlPage> {
     const decision = ({ approve: 'approved', deny: 'denied' } as const)[params.get('decision') as 'approve' | 'deny'];
     const nonce = params.get('approval');
-    if (!decision || !nonce) return page(400, deviceSignInPage({ ...this.view(found, csrfToken), error: 'Please sign in again.' }));
+    if (!decision || !nonce) return this.signInPage(found, csrfToken, 400, 'Please sign in again.');
     const decided = await this.deviceCodes.decide(found.userCode, sha256(nonce), decision);
     if (!decided) {
       // Still waiting, so this form is not the latest sign-in's.
       const error = 'This approval form was replaced by a later sign-in, perhaps in another tab. Decide there, or sign in again here.';
-      return (await this.whyNoLongerPending(found.userCode, csrfToken)) ?? page(403, deviceSignInPage({ ...this.view(found, csrfToken), error }));
+      return (await this.whyNoLongerPending(found.userCode, csrfToken)) ?? this.signInPage(found, csrfToken, 403, error);
     }
     this.metrics.deviceAuthorizations.inc({ event: decision });
     if (decision === 'denied') this.events.emit('device.denied', { reason: 'user_denied', clientId: found.client.id, userId: decided.userId }, requester);
@@ -151,7 +211,7 @@ export class DeviceVerificationService {
     if (!client.enabled) return refuse(400, codeMessages.clientDisabled(userCode, client.name));
     if (found.state !== 'pending') return refuse(400, stateMessage(userCode, found), undefined, false);
     await this.throttle.forgive(address);
-    return { userCode, client, scope: found.scope, signedInUsername: found.signedInUsername };
+    return { userCode, client, scope: found.scope, signedInUsername: found.signedInUsername, expiresAt: found.expiresAt, methods: await this.methods.of(client) };
   }
 
   /** The code stopped waiting while this step ran (another tab decided, it expired, a sign-out voided it): why; null if it still waits. */

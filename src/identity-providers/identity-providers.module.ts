@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { IdentityProviderEntity } from './identity-provider.entity.js';
 import { IdentityProvidersService } from './identity-providers.service.js';
+import { SignInMethods } from './sign-in-methods.service.js';
 import { UpstreamClients } from './upstream-clients.service.js';
 import { UpstreamSignIn } from './upstream-sign-in.service.js';
 import { UpstreamSignInsRepository } from './upstream-sign-ins.repository.js';
@@ -14,7 +15,7 @@ import { UpstreamVault } from './upstream-vault.js';
  */
 @Module({
   imports: [TypeOrmModule.forFeature([IdentityProviderEntity])],
-  providers: [IdentityProvidersService, UpstreamClients, UpstreamSignIn, UpstreamSignInsRepository, UpstreamVault],
-  exports: [IdentityProvidersService, UpstreamClients, UpstreamSignIn, UpstreamVault],
+  providers: [IdentityProvidersService, SignInMethods, UpstreamClients, UpstreamSignIn, UpstreamSignInsRepository, UpstreamVault],
+  exports: [IdentityProvidersService, SignInMethods, UpstreamClients, UpstreamSignIn, UpstreamVault],
 })
 export class IdentityProvidersModule {}

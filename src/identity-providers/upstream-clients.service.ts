@@ -29,6 +29,8 @@ interface CachedConfiguration {
 @Injectable()
 export class UpstreamClients {
   private readonly cache = new Map<string, CachedConfiguration>();
+  /** Where each provider's authorization endpoint is, once known: pages allow their forms to lead there. */
+  private readonly authorizationOrigins = new Map<string, string>();
 
   constructor(
     private readonly env: Env,
@@ -58,10 +60,17 @@ export class UpstreamClients {
     const configuration = this.discover(provider.issuer, provider.clientId, secret);
     const entry = { configuration, updatedAt: provider.updatedAt.getTime(), fetchedAt: now };
     this.cache.set(provider.name, entry);
-    configuration.catch(() => {
-      if (this.cache.get(provider.name) === entry) this.cache.delete(provider.name);
-    });
+    configuration.then(
+      (ready) => this.authorizationOrigins.set(provider.name, new URL(ready.serverMetadata().authorization_endpoint!).origin),
+      () => {
+        if (this.cache.get(provider.name) === entry) this.cache.delete(provider.name);
+      },
+    );
     return configuration;
+  }
+
+  knownAuthorizationOrigin(name: string): string | undefined {
+    return this.authorizationOrigins.get(name);
   }
 
   /** Runs one call to the provider, its failures said as UpstreamFailure. */

@@ -3,6 +3,7 @@ import { ApiBody, ApiConsumes, ApiOperation, ApiQuery, ApiResponse, ApiTags } fr
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiUnavailableResponse, RETRY_AFTER_HEADER } from '../common/errors/api-error-response.decorator.js';
 import { ApiHtmlResponse } from '../common/html/api-html-response.decorator.js';
+import { bindBrowser } from '../identity-providers/upstream-browser.js';
 import { requesterOf } from '../common/http/requester.js';
 import { csrfCookieValue, newCsrfToken, pageCsrfToken, sendHtmlPage } from '../common/html/html-reply.js';
 import { LoginFormDto } from './dto/login-form.dto.js';
@@ -25,7 +26,7 @@ export class AuthorizeController {
   @ApiUnavailableResponse()
   async show(@Query() query: unknown, @Req() request: FastifyRequest, @Res() reply: FastifyReply) {
     const csrfToken = pageCsrfToken(request, PAGE_PATH);
-    send(request, reply, await this.login.show(query, csrfToken), csrfToken);
+    send(request, reply, await this.login.show(query, csrfToken, () => bindBrowser(request, reply)), csrfToken);
   }
 
   @Post()
@@ -53,11 +54,12 @@ export class AuthorizeController {
   async submit(@Body() body: unknown, @Req() request: FastifyRequest, @Res() reply: FastifyReply) {
     // A failed attempt gets a fresh token: the form is re-rendered with it and the cookie renewed.
     const fresh = newCsrfToken();
-    send(request, reply, await this.login.submit(body, { cookie: csrfCookieValue(request, PAGE_PATH), fresh }, requesterOf(request)), fresh);
+    const outcome = await this.login.submit(body, { cookie: csrfCookieValue(request, PAGE_PATH), fresh }, requesterOf(request), () => bindBrowser(request, reply));
+    send(request, reply, outcome, fresh);
   }
 }
 
-function send(request: FastifyRequest, reply: FastifyReply, outcome: AuthorizeOutcome, csrfToken: string) {
+export function send(request: FastifyRequest, reply: FastifyReply, outcome: AuthorizeOutcome, csrfToken: string) {
   if (outcome.kind === 'redirect') {
     void reply.header('Cache-Control', 'no-store').header('Referrer-Policy', 'no-referrer').redirect(outcome.location, 302);
     return;

@@ -87,6 +87,7 @@ export class HelperService {
     // The hand-over is spent by the commit: only the answer can deliver the code.
     const code = await deadline.commit(() => this.codes.pickUp(stateId, clientId));
     if (code) this.approved.forget(stateId);
+    else if (await this.codes.isDenied(stateId, clientId)) throw new OAuthError('access_denied', 'the user cancelled the sign-in at the identity provider');
     return code;
   }
 }

@@ -1,3 +1,5 @@
+import type { IdentityProviderEntity } from '../identity-providers/identity-provider.entity.js';
+import { providerButtons } from '../identity-providers/provider-buttons.js';
 import { credentialInputs, errorParagraph, escapeHtml, hiddenInput, PORTAL_ACCOUNT, pageLayout } from '../common/html/page-layout.js';
 
 export interface LoginForm {
@@ -9,22 +11,29 @@ export interface LoginForm {
   error?: string;
   /** Where the code goes after sign-in (the redirect's host), named so the user can tell whether it is their device (RFC 9700 §4.2). */
   deviceHost?: string;
+  /** Whether the username and password form is offered (the client's `local` sign-in method). */
+  local: boolean;
+  /** The identity providers the client signs in with, a button each. */
+  providers: Pick<IdentityProviderEntity, 'name' | 'displayName'>[];
 }
 
 /** The login page of /sso/authorize. */
 export function loginPage(form: LoginForm): string {
+  const fields = { response_type: 'code', client_id: form.clientId, state: form.state, csrf_token: form.csrfToken };
+  const hidden = Object.entries(fields).map(([name, value]) => hiddenInput(name, value)).join('\n');
+  const intro = form.providers.length > 0 ? 'Choose how to sign in' : `Use your ${PORTAL_ACCOUNT}`;
+  const local = form.local
+    ? `<form method="post" action="/sso/authorize" novalidate>
+${hidden}
+${credentialInputs(form.username, form.error ? 'login-error' : undefined, form.providers.length === 0)}
+<button type="submit">Sign in</button>
+</form>`
+    : '';
   return pageLayout(
     'Sign in',
     `<h1>Sign in</h1>
-<p>Use your ${PORTAL_ACCOUNT} to continue to <strong>${escapeHtml(form.clientName)}</strong>.</p>
-${form.deviceHost ? `<p>Your sign-in is sent to the device at <strong>${escapeHtml(form.deviceHost)}</strong>. Continue only if that is yours.</p>\n` : ''}${errorParagraph(form.error, 'login-error')}<form method="post" action="/sso/authorize" novalidate>
-${hiddenInput('response_type', 'code')}
-${hiddenInput('client_id', form.clientId)}
-${hiddenInput('state', form.state)}
-${hiddenInput('csrf_token', form.csrfToken)}
-${credentialInputs(form.username, form.error ? 'login-error' : undefined)}
-<button type="submit">Sign in</button>
-</form>`,
+<p>${intro} to continue to <strong>${escapeHtml(form.clientName)}</strong>.</p>
+${form.deviceHost ? `<p>Your sign-in is sent to the device at <strong>${escapeHtml(form.deviceHost)}</strong>. Continue only if that is yours.</p>\n` : ''}${errorParagraph(form.error, 'login-error')}${form.providers.length > 0 ? providerButtons('/sso/authorize', fields, form.providers, form.local) : ''}${local}`,
   );
 }
 

@@ -5,6 +5,10 @@ import { isRedirectAllowed } from '../clients/redirect-pattern.js';
 import { csrfMatches, csrfRefusal, type HtmlPage } from '../common/html/html-reply.js';
 import type { Requester } from '../common/http/requester.js';
 import { messagePage } from '../common/html/page-layout.js';
+import { type SignInChoice, SignInMethods, onlyProvider } from '../identity-providers/sign-in-methods.service.js';
+import { UpstreamFailure } from '../identity-providers/upstream-failure.js';
+import { UpstreamSignIn } from '../identity-providers/upstream-sign-in.service.js';
+import { displayNameOf, type UserEntity } from '../users/user.entity.js';
 import { AuthorizationCodeIssuer } from '../token/authorization-code-issuer.js';
 import { OAuthError } from '../token/oauth-error.js';
 import { type OAuthParams, readOAuthParams } from '../token/oauth-params.js';
@@ -20,7 +24,14 @@ interface VerifiedRequest {
   client: ClientEntity;
   state: string;
   claims: StateClaims;
+  methods: SignInChoice;
 }
+
+/** The browser's binding cookie, issued on first use: only a sign-in at a provider needs one. */
+export type BrowserBinding = () => string;
+
+/** A signed-in user as the approval needs them. */
+type ApprovingUser = Pick<UserEntity, 'id' | 'username' | 'profile' | 'tokensValidAfter'>;
 
 const errorPage = (message: string, title = 'This sign-in link does not work'): AuthorizeOutcome => ({
   kind: 'page',
@@ -28,6 +39,7 @@ const errorPage = (message: string, title = 'This sign-in link does not work'): 
   html: messagePage(title, message),
 });
 const AGAIN = 'Start the sign-in again from your device.';
+const messageOutcome = (status: number, title: string, message: string): AuthorizeOutcome & { kind: 'page' } => ({ kind: 'page', status, html: messagePage(title, message) });
 /** A stale tab or the browser's history: the user may already be done. */
 const alreadyUsed = () => errorPage(`This link has already been used to sign in. If your device is not signed in, ${AGAIN.toLowerCase()}`, 'This sign-in link was already used');
 
@@ -40,20 +52,28 @@ export class LoginService {
     private readonly codes: AuthorizationCodeIssuer,
     private readonly approved: ApprovedStates,
     private readonly logins: LoginAttempts,
+    private readonly methods: SignInMethods,
+    private readonly upstream: UpstreamSignIn,
   ) {}
 
-  async show(query: unknown, csrfToken: string): Promise<AuthorizeOutcome> {
+  async show(query: unknown, csrfToken: string, browser: BrowserBinding): Promise<AuthorizeOutcome> {
     const request = await this.verify(query);
-    return 'kind' in request ? request : this.form(request, csrfToken, 200);
+    if ('kind' in request) return request;
+    // A client that signs in through one provider only has nothing to choose: straight there.
+    const provider = onlyProvider(request.methods);
+    return provider ? this.toProvider(request, provider.name, csrfToken, browser) : this.form(request, csrfToken, 200);
   }
 
-  async submit(body: unknown, csrf: { cookie?: string; fresh: string }, requester: Requester): Promise<AuthorizeOutcome> {
+  async submit(body: unknown, csrf: { cookie?: string; fresh: string }, requester: Requester, browser: BrowserBinding): Promise<AuthorizeOutcome> {
     const request = await this.verify(body);
     if ('kind' in request) return request;
     const params = readOAuthParams(body);
     if (!csrfMatches(csrf.cookie, params.get('csrf_token'))) {
       return this.form(request, csrf.fresh, 403, `${csrfRefusal(csrf.cookie)} Please sign in again.`);
     }
+    const idp = params.get('idp');
+    if (idp !== undefined) return this.toProvider(request, idp, csrf.fresh, browser);
+    if (!request.methods.local) return this.form(request, csrf.fresh, 400, `${request.client.name} signs in through ${request.methods.providers.map((p) => p.displayName).join(' or ')} only.`);
     const username = params.get('username');
     const password = params.get('password');
     if (!username || !password) return this.form(request, csrf.fresh, 400, 'Enter your username and password.', username);
@@ -61,12 +81,56 @@ export class LoginService {
     const attempt = await this.logins.attempt(username, password, { clientId: request.client.id, requester });
     if (attempt.outcome !== 'signed-in') {
       const refusal = signInRefusal(attempt);
-      return { ...this.form(request, csrf.fresh, refusal.status, refusal.message, username), retryAfter: refusal.retryAfter };
+      return { ...(await this.form(request, csrf.fresh, refusal.status, refusal.message, username)), retryAfter: refusal.retryAfter };
     }
-    return this.complete(request, attempt.user);
+    return this.complete(request, attempt.user, null);
   }
 
-  private async complete({ client, state, claims }: VerifiedRequest, user: { id: string; username: string; tokensValidAfter: Date | null }): Promise<AuthorizeOutcome> {
+  /**
+   * A sign-in at a provider came back for this sign-in link (GET /sso/callback/NAME): the brokered
+   * user goes on as after a local sign-in. The link is checked again: it may have been used or
+   * its client disabled meanwhile.
+   */
+  async completeUpstream(state: string, clientId: string, user: ApprovingUser, upstreamSessionId: string | null): Promise<AuthorizeOutcome> {
+    const request = await this.verify({ response_type: 'code', client_id: clientId, state });
+    return 'kind' in request ? request : this.complete(request, user, upstreamSessionId);
+  }
+
+  /**
+   * The sign-in was cancelled at the provider: the link is spent, a device waiting at its
+   * redirect URL is sent `access_denied`, a polling one is answered it from now on.
+   */
+  async cancelUpstream(state: string, clientId: string): Promise<AuthorizeOutcome> {
+    const request = await this.verify({ response_type: 'code', client_id: clientId, state });
+    if ('kind' in request) return request;
+    const { claims, client } = request;
+    if (!(await this.codes.deny({ stateId: claims.jti, clientId: client.id, redirectUrl: claims.redirect_url ?? null, stateExpiresAt: new Date(claims.exp * 1000) }))) return alreadyUsed();
+    if (!claims.redirect_url) {
+      this.approved.add(claims.jti, claims.exp * 1000);
+      return { kind: 'page', status: 200, html: messagePage('Sign-in cancelled', `${client.name} was not signed in. Return to your device: it will tell you the sign-in was cancelled.`) };
+    }
+    const location = new URL(claims.redirect_url);
+    if (!isRedirectAllowed(location, client.redirectPatterns)) return errorPage(`The device address is no longer allowed for this application. ${AGAIN}`);
+    location.searchParams.append('error', 'access_denied');
+    location.searchParams.append('state', state);
+    return { kind: 'redirect', location: location.href };
+  }
+
+  /** The round trip to a provider the client signs in with: a redirect there, or the form again saying why not. */
+  private async toProvider(request: VerifiedRequest, name: string, csrfToken: string, browser: BrowserBinding): Promise<AuthorizeOutcome> {
+    const provider = request.methods.providers.find((candidate) => candidate.name === name);
+    if (!provider) return this.form(request, csrfToken, 400, 'That way of signing in is not offered for this application. Choose one below.');
+    try {
+      const purpose = { kind: 'helper', state: request.state, clientId: request.client.id } as const;
+      return { kind: 'redirect', location: await this.upstream.start(provider, purpose, browser(), new Date(request.claims.exp * 1000)) };
+    } catch (error) {
+      if (!(error instanceof UpstreamFailure)) throw error;
+      const unreachable = `${provider.displayName} cannot be reached right now. Try again in a moment.`;
+      return { ...messageOutcome(503, `${provider.displayName} is unavailable`, unreachable), retryAfter: 5 };
+    }
+  }
+
+  private async complete({ client, state, claims }: VerifiedRequest, user: ApprovingUser, upstreamSessionId: string | null): Promise<AuthorizeOutcome> {
     const approval = {
       stateId: claims.jti,
       clientId: client.id,
@@ -75,12 +139,13 @@ export class LoginService {
       redirectUrl: claims.redirect_url ?? null,
       codeChallenge: claims.code_challenge ?? null,
       stateExpiresAt: new Date(claims.exp * 1000),
+      upstreamSessionId,
     };
     if (!claims.redirect_url) {
       if (!(await this.codes.approveForPolling(approval))) return alreadyUsed();
       // Every instance hears of it by NOTIFY; this one knows at once, for a device polling here.
       this.approved.add(claims.jti, claims.exp * 1000);
-      return { kind: 'page', status: 200, html: signedInPage({ clientName: client.name, username: user.username }) };
+      return { kind: 'page', status: 200, html: signedInPage({ clientName: client.name, username: displayNameOf(user) }) };
     }
     // The state's signature proves the URL unchanged since it was checked; it is checked again
     // in case an operator has removed the pattern since.
@@ -110,7 +175,7 @@ export class LoginService {
     try {
       const claims = await this.states.verify(state, client.id);
       if (await this.codes.isStateUsed(claims.jti)) return alreadyUsed();
-      return { client, state: state!, claims };
+      return { client, state: state!, claims, methods: await this.methods.of(client) };
     } catch (error) {
       if (error instanceof InvalidState) {
         return error.expired ? errorPage(`Sign-in links work for a few minutes only. ${AGAIN}`, 'This sign-in link has expired') : errorPage(`The link is incomplete or was changed. ${AGAIN}`);
@@ -119,9 +184,11 @@ export class LoginService {
     }
   }
 
-  private form(request: VerifiedRequest, csrfToken: string, status: number, error?: string, username?: string): AuthorizeOutcome & { kind: 'page' } {
+  private async form(request: VerifiedRequest, csrfToken: string, status: number, error?: string, username?: string): Promise<AuthorizeOutcome & { kind: 'page' }> {
     const device = request.claims.redirect_url ? new URL(request.claims.redirect_url) : undefined;
-    const html = loginPage({ clientName: request.client.name, clientId: request.client.id, state: request.state, csrfToken, error, username, deviceHost: device?.host });
-    return { kind: 'page', status, html, formTargetOrigin: device?.origin };
+    const { local, providers } = request.methods;
+    const html = loginPage({ clientName: request.client.name, clientId: request.client.id, state: request.state, csrfToken, error, username, deviceHost: device?.host, local, providers });
+    const formTargets = [...(device ? [device.origin] : []), ...(providers.length > 0 ? await this.methods.formTargets() : [])];
+    return { kind: 'page', status, html, formTargets };
   }
 }

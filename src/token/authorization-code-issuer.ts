@@ -3,7 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { randomToken, sha256 } from '../common/crypto/opaque-token.js';
 import { Env } from '../config/env.js';
-import { type Approval, AuthorizationCodesRepository } from './authorization-codes.repository.js';
+import { type Approval, AuthorizationCodesRepository, type Denial } from './authorization-codes.repository.js';
 
 export { type Approval, STATE_APPROVED_CHANNEL } from './authorization-codes.repository.js';
 
@@ -32,6 +32,15 @@ export class AuthorizationCodeIssuer {
   /** Polling flow: the code is minted when the device collects it. False when the state was already used. */
   approveForPolling(approval: Approval): Promise<boolean> {
     return this.codes.insertApproval(this.dataSource.manager, approval, false);
+  }
+
+  /** A sign-in cancelled at the identity provider. False when the state was already used. */
+  deny(denial: Denial): Promise<boolean> {
+    return this.codes.insertDenial(this.dataSource.manager, denial);
+  }
+
+  isDenied(stateId: string, clientId: string): Promise<boolean> {
+    return this.codes.isDenied(this.dataSource.manager, stateId, clientId);
   }
 
   /** The code for an approved state, exactly once; null while not approved and after collection. */

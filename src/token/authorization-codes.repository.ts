@@ -12,6 +12,7 @@ export interface AuthorizationCodeRow {
   expired: boolean;
   consumed_at: Date | null;
   grant_id: string | null;
+  upstream_session_id: string | null;
   /** The code's user may still be issued tokens from it (enabled, not signed out since the code). */
   user_issuable: boolean;
 }
@@ -23,6 +24,7 @@ export interface NewAuthorizationCode {
   userId: string;
   redirectUrl: string | null;
   codeChallenge: string | null;
+  upstreamSessionId: string | null;
   lifetimeSeconds: number;
 }
 
@@ -36,6 +38,16 @@ export interface Approval {
   stateExpiresAt: Date;
   /** The user's tokens_valid_after as read when their password was checked: a sign-out since then refuses the approval. */
   userStamp: Date | null;
+  /** A brokered sign-in's link to its provider (upstream_sessions), passed on to the grant for the re-check at refresh. */
+  upstreamSessionId: string | null;
+}
+
+/** A sign-in link cancelled at the identity provider: spent, and its polling device is answered access_denied. */
+export interface Denial {
+  stateId: string;
+  clientId: string;
+  redirectUrl: string | null;
+  stateExpiresAt: Date;
 }
 
 /** NOTIFY channel announcing a state whose code now waits for its polling device (a NotifiedIdSet). */
@@ -50,9 +62,9 @@ const REDEEM = new PreparedStatement<{ user_id: string }>(
      WHERE c.code_hash = $1 AND c.client_id = $2 AND c.consumed_at IS NULL AND c.expires_at > now()
        AND c.code_challenge IS NOT DISTINCT FROM $3 AND ($4::text IS NULL OR c.redirect_url = $4)
        AND u.id = c.user_id AND ${issuedAfterStampSql('c.issued_at')}
-     RETURNING c.user_id),
+     RETURNING c.user_id, c.upstream_session_id),
    granted AS (
-     INSERT INTO grants (id, client_id, user_id, scope) SELECT $5, $2, user_id, $6 FROM redeemed RETURNING id),
+     INSERT INTO grants (id, client_id, user_id, scope, upstream_session_id) SELECT $5, $2, user_id, $6, upstream_session_id FROM redeemed RETURNING id),
    first_refresh AS (
      INSERT INTO refresh_tokens (token_hash, grant_id, client_id, expires_at) SELECT $7, id, $2, now() + make_interval(secs => $8) FROM granted)
    SELECT user_id FROM redeemed`,
@@ -70,15 +82,32 @@ export class AuthorizationCodesRepository {
     const rows = await manager.query(
       `WITH ${issuableUserCte('$3::uuid')},
        approved AS (
-         INSERT INTO authorizations (state_id, client_id, user_id, redirect_url, code_challenge, expires_at, picked_up_at)
-         SELECT $1, $2, u.id, $4, $5, $6, CASE WHEN $7 THEN now() END FROM issuable_user u
+         INSERT INTO authorizations (state_id, client_id, user_id, redirect_url, code_challenge, expires_at, picked_up_at, upstream_session_id)
+         SELECT $1, $2, u.id, $4, $5, $6, CASE WHEN $7 THEN now() END, $9 FROM issuable_user u
          WHERE u.tokens_valid_after IS NOT DISTINCT FROM $8
          ON CONFLICT (state_id) DO NOTHING RETURNING state_id, expires_at)
        SELECT CASE WHEN $7 THEN NULL ELSE pg_notify('${STATE_APPROVED_CHANNEL}', ${notifiedIdPayloadSql('state_id', 'expires_at')}) END
        FROM approved`,
-      [approval.stateId, approval.clientId, approval.userId, approval.redirectUrl, approval.codeChallenge, approval.stateExpiresAt, pickedUp, approval.userStamp],
+      [approval.stateId, approval.clientId, approval.userId, approval.redirectUrl, approval.codeChallenge, approval.stateExpiresAt, pickedUp, approval.userStamp, approval.upstreamSessionId],
     );
     return rows.length > 0;
+  }
+
+  /** Records a cancelled sign-in (false when the state was already used); a polling device's is announced like an approval. */
+  async insertDenial(manager: EntityManager, denial: Denial): Promise<boolean> {
+    const rows = await manager.query(
+      `WITH denied AS (
+         INSERT INTO authorizations (state_id, client_id, redirect_url, expires_at, denied_at) VALUES ($1, $2, $3, $4, now())
+         ON CONFLICT (state_id) DO NOTHING RETURNING state_id, expires_at)
+       SELECT CASE WHEN $3::text IS NULL THEN pg_notify('${STATE_APPROVED_CHANNEL}', ${notifiedIdPayloadSql('state_id', 'expires_at')}) END FROM denied`,
+      [denial.stateId, denial.clientId, denial.redirectUrl, denial.stateExpiresAt],
+    );
+    return rows.length > 0;
+  }
+
+  /** Whether a state was cancelled at the identity provider (its polling device is told access_denied). */
+  async isDenied(manager: EntityManager, stateId: string, clientId: string): Promise<boolean> {
+    return (await manager.query('SELECT 1 FROM authorizations WHERE state_id = $1 AND client_id = $2 AND denied_at IS NOT NULL', [stateId, clientId])).length > 0;
   }
 
   /** States approved for a polling device whose code has not been collected yet. */
@@ -108,9 +137,9 @@ export class AuthorizationCodesRepository {
          WHERE a.state_id = $1 AND a.client_id = $2 AND a.picked_up_at IS NULL AND a.voided_at IS NULL AND a.expires_at > now()
            AND u.id = a.user_id AND ${issuedAfterStampSql('a.created_at')}
            AND EXISTS (SELECT 1 FROM clients WHERE id = $2 AND enabled)
-         RETURNING a.state_id, a.client_id, a.user_id, a.redirect_url, a.code_challenge)
-       INSERT INTO authorization_codes (code_hash, state_id, client_id, user_id, redirect_url, code_challenge, expires_at)
-       SELECT $3, state_id, client_id, user_id, redirect_url, code_challenge, now() + make_interval(secs => $4) FROM picked
+         RETURNING a.state_id, a.client_id, a.user_id, a.redirect_url, a.code_challenge, a.upstream_session_id)
+       INSERT INTO authorization_codes (code_hash, state_id, client_id, user_id, redirect_url, code_challenge, upstream_session_id, expires_at)
+       SELECT $3, state_id, client_id, user_id, redirect_url, code_challenge, upstream_session_id, now() + make_interval(secs => $4) FROM picked
        RETURNING 1`,
       [stateId, clientId, codeHash, codeLifetimeSeconds],
     );
@@ -119,9 +148,9 @@ export class AuthorizationCodesRepository {
 
   async insert(manager: EntityManager, code: NewAuthorizationCode): Promise<void> {
     await manager.query(
-      `INSERT INTO authorization_codes (code_hash, state_id, client_id, user_id, redirect_url, code_challenge, expires_at)
-       VALUES ($1, $2, $3, $4, $5, $6, now() + make_interval(secs => $7))`,
-      [code.codeHash, code.stateId, code.clientId, code.userId, code.redirectUrl, code.codeChallenge, code.lifetimeSeconds],
+      `INSERT INTO authorization_codes (code_hash, state_id, client_id, user_id, redirect_url, code_challenge, upstream_session_id, expires_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, now() + make_interval(secs => $8))`,
+      [code.codeHash, code.stateId, code.clientId, code.userId, code.redirectUrl, code.codeChallenge, code.upstreamSessionId, code.lifetimeSeconds],
     );
   }
 
@@ -166,7 +195,7 @@ export class AuthorizationCodesRepository {
   async lock(manager: EntityManager, codeHash: Buffer): Promise<AuthorizationCodeRow | undefined> {
     const [row] = await manager.query(
       `WITH ${issuableUserCte('(SELECT user_id FROM authorization_codes WHERE code_hash = $1)')}
-       SELECT c.client_id, c.user_id, c.redirect_url, c.code_challenge, c.expires_at <= now() AS expired, c.consumed_at, c.grant_id,
+       SELECT c.client_id, c.user_id, c.redirect_url, c.code_challenge, c.expires_at <= now() AS expired, c.consumed_at, c.grant_id, c.upstream_session_id,
          (u.id IS NOT NULL AND ${issuedAfterStampSql('c.issued_at')}) AS user_issuable
        FROM authorization_codes c LEFT JOIN issuable_user u ON u.id = c.user_id
        WHERE c.code_hash = $1 FOR UPDATE OF c`,

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, EntityManager } from 'typeorm';
 import { isUniqueViolation } from '../common/errors/app-error.js';
+import { displayNameOf, type UpstreamProfile } from '../users/user.entity.js';
 import { currentScopeSql, issuableUserCte, issuedAfterStampSql } from './revocations.js';
 
 /** RFC 8628 §3.5: each `slow_down` adds this many seconds to the device code's interval. */
@@ -31,6 +32,8 @@ export interface FoundDeviceCode {
   signedInUsername: string | null;
   /** Whether that account has been disabled since. */
   signedInUserDisabled: boolean;
+  /** When the code expires: a sign-in at an identity provider for it must come back before. */
+  expiresAt: Date;
 }
 
 /** What one poll of a device code finds (RFC 8628 §3.5), after which the poll is recorded. */
@@ -95,8 +98,8 @@ export class DeviceCodesRepository {
 
   /** The authorization a user code names, in whatever state (decided ones stay until purged after they expire). */
   async findByUserCode(userCode: string): Promise<FoundDeviceCode | null> {
-    const [row]: { client_id: string; scope: string | null; state: UserCodeState; username: string | null; disabled: boolean }[] = await this.dataSource.query(
-      `SELECT d.client_id, d.scope, u.username, u.disabled_at IS NOT NULL AS disabled,
+    const [row]: { client_id: string; scope: string | null; state: UserCodeState; username: string | null; profile: UpstreamProfile | null; disabled: boolean; expires_at: Date }[] = await this.dataSource.query(
+      `SELECT d.client_id, d.scope, u.username, u.profile, u.disabled_at IS NOT NULL AS disabled, d.expires_at,
          CASE
            WHEN d.consumed_at IS NOT NULL THEN 'approved'
            WHEN d.voided_at IS NOT NULL THEN 'cancelled'
@@ -108,7 +111,16 @@ export class DeviceCodesRepository {
        WHERE d.user_code = $1`,
       [userCode],
     );
-    return row && { clientId: row.client_id, scope: row.scope, state: row.state, signedInUsername: row.username, signedInUserDisabled: row.disabled === true };
+    return (
+      row && {
+        clientId: row.client_id,
+        scope: row.scope,
+        state: row.state,
+        signedInUsername: row.username === null ? null : displayNameOf({ username: row.username, profile: row.profile }),
+        signedInUserDisabled: row.disabled === true,
+        expiresAt: row.expires_at,
+      }
+    );
   }
 
   /**
@@ -117,14 +129,27 @@ export class DeviceCodesRepository {
    * or when the user was disabled or signed out since their password was checked (`userStamp`,
    * their tokens_valid_after as read then).
    */
-  async signIn(userCode: string, userId: string, userStamp: Date | null, approvalNonceHash: Buffer): Promise<boolean> {
+  async signIn(userCode: string, userId: string, userStamp: Date | null, approvalNonceHash: Buffer, upstreamSessionId: string | null = null): Promise<boolean> {
     const [, affected]: [unknown, number] = await this.dataSource.query(
       `WITH ${issuableUserCte('$2::uuid')}
-       UPDATE device_codes d SET signed_in_user_id = u.id, approval_nonce_hash = $3
+       UPDATE device_codes d SET signed_in_user_id = u.id, approval_nonce_hash = $3, upstream_session_id = $5
        FROM issuable_user u
        WHERE d.user_code = $1 AND d.status = 'pending' AND d.voided_at IS NULL AND d.expires_at > now()
          AND u.tokens_valid_after IS NOT DISTINCT FROM $4`,
-      [userCode, userId, approvalNonceHash, userStamp],
+      [userCode, userId, approvalNonceHash, userStamp, upstreamSessionId],
+    );
+    return affected === 1;
+  }
+
+  /**
+   * The sign-in was cancelled at the identity provider: the code is denied, as if its user had
+   * chosen Deny (no user is known). False when it was no longer pending.
+   */
+  async denyPending(userCode: string): Promise<boolean> {
+    const [, affected]: [unknown, number] = await this.dataSource.query(
+      `UPDATE device_codes SET status = 'denied', relayed_at = now(), decided_at = now()
+       WHERE user_code = $1 AND status = 'pending' AND voided_at IS NULL AND expires_at > now()`,
+      [userCode],
     );
     return affected === 1;
   }

@@ -27,12 +27,13 @@ export interface LiveGrant {
 export class GrantsRepository {
   constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
 
-  async create(manager: EntityManager, grant: { clientId: string; userId: string; scope: string | null; flow: GrantFlow }): Promise<string> {
-    const [row] = await manager.query('INSERT INTO grants (client_id, user_id, scope, flow) VALUES ($1, $2, $3, $4) RETURNING id', [
+  async create(manager: EntityManager, grant: { clientId: string; userId: string; scope: string | null; flow: GrantFlow; upstreamSessionId?: string | null }): Promise<string> {
+    const [row] = await manager.query('INSERT INTO grants (client_id, user_id, scope, flow, upstream_session_id) VALUES ($1, $2, $3, $4, $5) RETURNING id', [
       grant.clientId,
       grant.userId,
       grant.scope,
       grant.flow,
+      grant.upstreamSessionId ?? null,
     ]);
     return row.id;
   }

@@ -124,12 +124,22 @@ export class UsersService {
    * for the CLI; pages show the profile's name.
    */
   async linkUpstream(provider: { name: string; issuer: string }, subject: string, profile: UpstreamProfile): Promise<UserEntity> {
+    try {
+      return await this.upsertLinked(provider, `${provider.name}:${subject}`, subject, profile);
+    } catch (error) {
+      // Usernames compare case-insensitively, `sub` does not: two subjects differing in case only get apart.
+      if (!isUniqueViolation(error)) throw error;
+      return this.upsertLinked(provider, `${provider.name}:${subject}:${randomBytes(4).toString('hex')}`, subject, profile);
+    }
+  }
+
+  private async upsertLinked(provider: { name: string; issuer: string }, username: string, subject: string, profile: UpstreamProfile): Promise<UserEntity> {
     const [row]: { id: string }[] = await this.users.query(
       `INSERT INTO portal_users (username, provider, upstream_issuer, upstream_subject, profile) VALUES ($1, $2, $3, $4, $5)
        ON CONFLICT (upstream_issuer, upstream_subject) WHERE upstream_issuer IS NOT NULL
        DO UPDATE SET provider = EXCLUDED.provider, profile = EXCLUDED.profile
        RETURNING id`,
-      [`${provider.name}:${subject}`, provider.name, provider.issuer, subject, profile],
+      [username, provider.name, provider.issuer, subject, profile],
     );
     return this.users.findOneByOrFail({ id: row.id });
   }

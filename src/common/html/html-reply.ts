@@ -9,8 +9,8 @@ export interface HtmlPage {
   html: string;
   /** Seconds, for a 429 or 503. */
   retryAfter?: number;
-  /** Another origin the page's form leads to (a device's redirect URL), allowed by form-action. */
-  formTargetOrigin?: string;
+  /** Other origins the page's forms lead to (a device's redirect URL, identity providers), allowed by form-action. */
+  formTargets?: string[];
 }
 
 /**
@@ -62,7 +62,7 @@ export const csrfRefusal = (cookie: string | undefined) =>
 export function sendHtmlPage(request: FastifyRequest, reply: FastifyReply, page: HtmlPage, csrf: { token: string; pagePath: string }): void {
   if (page.retryAfter !== undefined) void reply.header('Retry-After', String(page.retryAfter));
   // Chrome applies form-action to the redirect that follows a POST, so a device's origin is allowed too.
-  const formAction = ["'self'", page.formTargetOrigin].filter(Boolean).join(' ');
+  const formAction = ["'self'", ...new Set(page.formTargets ?? [])].join(' ');
   const cookie = csrfCookie(request, csrf.pagePath);
   void reply.setCookie(cookie.name, csrf.token, { path: cookie.path, secure: cookie.secure, httpOnly: true, sameSite: 'strict' });
   sendPage(reply, page.status, page.html, formAction);

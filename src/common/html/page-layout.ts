@@ -21,6 +21,11 @@ input.code { font-size: 1.5rem; letter-spacing: .15em; text-transform: uppercase
 p.code { font-size: 1.75rem; text-align: center; padding: .5rem; border: 1px dashed #8a8a8a; border-radius: .375rem; }
 .hint { color: var(--muted); font-size: .875rem; margin-top: .25rem; }
 .address { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; overflow-wrap: anywhere; }
+form.provider button { margin-top: .75rem; background: transparent; color: inherit; border: 1px solid #8a8a8a; }
+form.provider button:hover { border-color: var(--accent); }
+form.provider + p, form.provider + form:not(.provider) { margin-top: 1.5rem; }
+.divider { display: flex; align-items: center; gap: .75rem; color: var(--muted); font-size: .875rem; margin: 1.5rem 0 0; }
+.divider::before, .divider::after { content: ""; flex: 1; border-top: 1px solid #c4c4c4; }
 ul.scopes { margin: 0 0 1rem; padding-left: 1.25rem; }
 ul.scopes li + li { margin-top: .375rem; }
 code { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: .9em; padding: .05em .3em; border-radius: .25rem; background: rgba(127, 127, 127, .15); overflow-wrap: anywhere; }
@@ -64,12 +69,13 @@ export function messagePage(title: string, message: string): string {
 export const errorParagraph = (error: string | undefined, id: string) => (error ? `<p class="error" role="alert" id="${id}">${escapeHtml(error)}</p>\n` : '');
 
 /** The username and password inputs of a sign-in form, with the focus where the user types next. */
-export function credentialInputs(username: string | undefined, describedById?: string): string {
+export function credentialInputs(username: string | undefined, describedById?: string, focus = true): string {
   const describedBy = describedById ? ` aria-describedby="${describedById}"` : '';
+  const autofocus = (here: boolean) => (focus && here ? ' autofocus' : '');
   return `<label for="username">Username</label>
-<input id="username" name="username" type="text" autocomplete="username" autocapitalize="none" spellcheck="false" required value="${escapeHtml(username ?? '')}"${describedBy}${username ? '' : ' autofocus'}>
+<input id="username" name="username" type="text" autocomplete="username" autocapitalize="none" spellcheck="false" required value="${escapeHtml(username ?? '')}"${describedBy}${autofocus(!username)}>
 <label for="password">Password</label>
-<input id="password" name="password" type="password" autocomplete="current-password" required${describedBy}${username ? ' autofocus' : ''}>`;
+<input id="password" name="password" type="password" autocomplete="current-password" required${describedBy}${autofocus(!!username)}>`;
 }
 
 /** A hidden form field. */

@@ -85,7 +85,7 @@ export class AuthorizationCodeGrant implements GrantHandler<UserTokenResponse> {
         await this.codes.markConsumed(manager, codeHash, null);
         return invalidGrant(problem);
       }
-      const grantId = await this.grants.create(manager, { clientId: client.id, userId: code.user_id, scope: grantScope, flow: 'helper' });
+      const grantId = await this.grants.create(manager, { clientId: client.id, userId: code.user_id, scope: grantScope, flow: 'helper', upstreamSessionId: code.upstream_session_id });
       await this.codes.markConsumed(manager, codeHash, grantId);
       return this.tokens.issue(manager, { grantId, clientId: client.id, userId: code.user_id, scope: grantScope, flow: 'helper' });
     });
