@@ -7,6 +7,7 @@ import { ConfigModule } from './config/config.module.js';
 import type { Env } from './config/env.js';
 import { DatabaseModule } from './database/database.module.js';
 import { DeviceFlowModule } from './device-flow/device-flow.module.js';
+import { UpstreamCallbackModule } from './identity-providers/callback/upstream-callback.module.js';
 import { ExceptionRoutingFilter } from './exception-routing.filter.js';
 import { HealthModule } from './health/health.module.js';
 import { KeysInstanceModule } from './keys/keys-instance.module.js';
@@ -35,6 +36,7 @@ export class AppModule {
         TokenModule,
         OAuthHelperModule,
         DeviceFlowModule,
+        UpstreamCallbackModule,
         NotificationModule,
         HealthModule,
       ],

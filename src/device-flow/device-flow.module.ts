@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { ClientsModule } from '../clients/clients.module.js';
+import { IdentityProvidersModule } from '../identity-providers/identity-providers.module.js';
 import { OAuthHelperModule } from '../oauth-helper/oauth-helper.module.js';
 import { TokenModule } from '../token/token.module.js';
 import { DeviceAuthorizationController } from './device-authorization.controller.js';
@@ -14,8 +15,9 @@ import { UserCodeThrottle } from './user-code-throttle.service.js';
  * device grant lives with the other grants.
  */
 @Module({
-  imports: [ClientsModule, OAuthHelperModule, TokenModule],
+  imports: [ClientsModule, IdentityProvidersModule, OAuthHelperModule, TokenModule],
   controllers: [DeviceAuthorizationController, DeviceVerificationController],
   providers: [DeviceAuthorizationService, DeviceVerificationService, UserCodeThrottle],
+  exports: [DeviceVerificationService],
 })
 export class DeviceFlowModule {}

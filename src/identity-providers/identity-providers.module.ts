@@ -6,6 +6,7 @@ import { SignInMethods } from './sign-in-methods.service.js';
 import { UpstreamClients } from './upstream-clients.service.js';
 import { UpstreamSignIn } from './upstream-sign-in.service.js';
 import { UpstreamSignInsRepository } from './upstream-sign-ins.repository.js';
+import { UpstreamSessionsRepository } from './upstream-sessions.repository.js';
 import { UpstreamVault } from './upstream-vault.js';
 
 /**
@@ -15,7 +16,7 @@ import { UpstreamVault } from './upstream-vault.js';
  */
 @Module({
   imports: [TypeOrmModule.forFeature([IdentityProviderEntity])],
-  providers: [IdentityProvidersService, SignInMethods, UpstreamClients, UpstreamSignIn, UpstreamSignInsRepository, UpstreamVault],
-  exports: [IdentityProvidersService, SignInMethods, UpstreamClients, UpstreamSignIn, UpstreamVault],
+  providers: [IdentityProvidersService, SignInMethods, UpstreamClients, UpstreamSignIn, UpstreamSignInsRepository, UpstreamSessionsRepository, UpstreamVault],
+  exports: [UpstreamSessionsRepository, IdentityProvidersService, SignInMethods, UpstreamClients, UpstreamSignIn, UpstreamVault],
 })
 export class IdentityProvidersModule {}

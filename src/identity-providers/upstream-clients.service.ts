@@ -104,6 +104,9 @@ export class UpstreamClients {
     configuration.timeout = options.timeout;
     configuration[oidc.customFetch] = boundedFetch;
     if (insecure) oidc.allowInsecureRequests(configuration);
+    // openid-client would trust the TLS channel for the ID token of a code exchange (OpenID Connect
+    // Core §3.1.3.7 ¶6); its signature is checked against the provider's JWKS all the same.
+    oidc.enableNonRepudiationChecks(configuration);
     return configuration;
   }
 }

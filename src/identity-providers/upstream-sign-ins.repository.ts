@@ -43,7 +43,8 @@ export class UpstreamSignInsRepository {
    * unexpired and this browser's; otherwise why not (a foreign browser leaves it usable by its own).
    */
   async take(stateHash: Buffer, provider: string, browserHash: Buffer | null): Promise<TakenSignIn | UntakenReason> {
-    const [taken]: { provider: string; nonce: string; code_verifier_sealed: Buffer; purpose: SignInPurpose }[] = await this.dataSource.query(
+    // An UPDATE answers [rows, affected].
+    const [[taken]]: [{ provider: string; nonce: string; code_verifier_sealed: Buffer; purpose: SignInPurpose }[], number] = await this.dataSource.query(
       `UPDATE upstream_sign_ins SET used_at = now()
        WHERE state_hash = $1 AND provider = $2 AND browser_hash = $3 AND used_at IS NULL AND expires_at > now()
        RETURNING provider, nonce, code_verifier_sealed, purpose`,

@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { ClientsModule } from '../clients/clients.module.js';
+import { IdentityProvidersModule } from '../identity-providers/identity-providers.module.js';
 import { KeysModule } from '../keys/keys.module.js';
 import { TokenModule } from '../token/token.module.js';
 import { UsersModule } from '../users/users.module.js';
@@ -13,10 +14,10 @@ import { StateTokens } from './state-tokens.service.js';
 
 /** The device authorization helper: sign-in links for devices, the login page, and code pick-up. */
 @Module({
-  imports: [ClientsModule, KeysModule, TokenModule, UsersModule],
+  imports: [ClientsModule, IdentityProvidersModule, KeysModule, TokenModule, UsersModule],
   controllers: [HelperController, AuthorizeController],
   providers: [ApprovedStates, HelperService, LoginAttempts, LoginService, StateTokens],
   // The device flow's verification page signs the same users in, under the same slow-down.
-  exports: [LoginAttempts],
+  exports: [LoginAttempts, LoginService],
 })
 export class OAuthHelperModule {}

@@ -22,6 +22,11 @@ export interface SecurityEventFields {
   'user.unlocked': ByOperator & { username: string; clearedSlowDowns: number };
   'user.password_set': ByOperator & { username: string; userId: string; revokedGrants: number };
   'user.signed_out': ByOperator & { userId: string; clientId: string | null; revokedGrants: number };
+  'upstream.refused': { reason: 'unknown_provider' | 'no_state' | 'unknown' | 'used' | 'expired' | 'other_browser'; provider: string };
+  'upstream.failed': { reason: 'unreachable' | 'refused' | 'invalid'; provider: string; check: string; clientId: string };
+  'upstream.cancelled': { reason: 'provider_error'; provider: string; error: string; clientId: string };
+  'upstream.signed_in': { reason: 'broker' | 'relay'; provider: string; clientId: string; userId: string | null };
+  'upstream.recheck_failed': { reason: 'invalid_grant' | 'unreachable'; provider: string; clientId: string; userId: string; grantId: string; grantRevoked: boolean };
 }
 
 export type SecurityEvent = keyof SecurityEventFields;
@@ -40,6 +45,11 @@ const EVENTS: { [E in SecurityEvent]: { level: 'info' | 'warn'; says: string } }
   'user.unlocked': { level: 'info', says: "user's sign-in slow-down cleared" },
   'user.password_set': { level: 'info', says: 'user password set' },
   'user.signed_out': { level: 'info', says: "user's devices signed out" },
+  'upstream.refused': { level: 'warn', says: 'identity provider callback refused: not this browser\'s sign-in' },
+  'upstream.failed': { level: 'warn', says: 'sign-in at the identity provider failed' },
+  'upstream.cancelled': { level: 'info', says: 'sign-in cancelled at the identity provider' },
+  'upstream.signed_in': { level: 'info', says: 'signed in at the identity provider' },
+  'upstream.recheck_failed': { level: 'warn', says: "the identity provider refused a brokered user's refresh" },
 };
 
 /**

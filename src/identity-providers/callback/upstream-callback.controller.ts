@@ -1,0 +1,40 @@
+import { Controller, Get, Param, Req, Res } from '@nestjs/common';
+import { ApiOperation, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { ApiHtmlResponse } from '../../common/html/api-html-response.decorator.js';
+import { newCsrfToken, sendPlainPage } from '../../common/html/html-reply.js';
+import { requesterOf } from '../../common/http/requester.js';
+import { sendDevicePage } from '../../device-flow/device-verification.controller.js';
+import { browserBinding } from '../upstream-browser.js';
+import { UpstreamCallbackService } from './upstream-callback.service.js';
+
+@ApiTags('identity providers')
+@Controller('sso/callback')
+export class UpstreamCallbackController {
+  constructor(private readonly callback: UpstreamCallbackService) {}
+
+  @Get(':name')
+  @ApiOperation({
+    summary:
+      "Where an identity provider sends the browser back (authorization code flow): the sign-in is taken once, from the browser that started it, the code exchanged and the ID token checked; then the helper's code or the device approval form follows",
+  })
+  @ApiParam({ name: 'name', description: 'the identity provider, as registered with idp:create' })
+  @ApiResponse({ status: 302, description: "to the device's redirect URL with `code` and `state` (or `error=access_denied` and `state` when the user cancelled at the provider)" })
+  @ApiHtmlResponse(200, '"You\'re signed in" (a polling device), the device approval form, or "Sign-in cancelled"')
+  @ApiHtmlResponse(400, 'error page saying what failed: an unknown provider, a state not started here, already used, expired or from another browser, or a check of the answer (ID token signature, iss, aud, azp, exp, iat, nonce, RFC 9207 iss)')
+  @ApiHtmlResponse(403, 'error page: the brokered user has been disabled here')
+  @ApiHtmlResponse(503, 'error page: the provider could not be reached in IDP_HTTP_TIMEOUT_MS or answered 5xx', { orJsonError: true })
+  async finish(@Param('name') name: string, @Req() request: FastifyRequest, @Res() reply: FastifyReply) {
+    const query = new URLSearchParams(request.url.includes('?') ? request.url.slice(request.url.indexOf('?') + 1) : '');
+    const csrfToken = newCsrfToken();
+    const answer = await this.callback.answer(name, query, browserBinding(request), csrfToken, requesterOf(request));
+    if (answer.kind === 'redirect') {
+      void reply.header('Cache-Control', 'no-store').header('Referrer-Policy', 'no-referrer').redirect(answer.location, 302);
+    } else if (answer.deviceForm) {
+      sendDevicePage(request, reply, answer.page, csrfToken);
+    } else {
+      if (answer.page.retryAfter !== undefined) void reply.header('Retry-After', String(answer.page.retryAfter));
+      sendPlainPage(reply, answer.page.status, answer.page.html);
+    }
+  }
+}

@@ -1,0 +1,99 @@
+import { Injectable } from '@nestjs/common';
+import type { HtmlPage } from '../../common/html/html-reply.js';
+import { messagePage } from '../../common/html/page-layout.js';
+import type { Requester } from '../../common/http/requester.js';
+import { SecurityEvents } from '../../common/logging/security-events.js';
+import { DeviceVerificationService } from '../../device-flow/device-verification.service.js';
+import { type AuthorizeOutcome, LoginService } from '../../oauth-helper/login.service.js';
+import type { UpstreamProfile } from '../../users/user.entity.js';
+import { UsersService } from '../../users/users.service.js';
+import type { IdentityProviderEntity } from '../identity-provider.entity.js';
+import { type CallbackResult, type UpstreamIdentity, UpstreamSignIn } from '../upstream-sign-in.service.js';
+import { sessionContext, UpstreamSessionsRepository } from '../upstream-sessions.repository.js';
+import type { SignInPurpose } from '../upstream-sign-ins.repository.js';
+import { UpstreamVault } from '../upstream-vault.js';
+
+/** What GET /sso/callback/NAME answers: a page (the device flow's carries its CSRF cookie), or a redirect. */
+export type CallbackAnswer = { kind: 'page'; page: HtmlPage; deviceForm?: boolean } | { kind: 'redirect'; location: string };
+
+const AGAIN = 'Start the sign-in again from your device.';
+const pageOf = (status: number, title: string, message: string, retryAfter?: number): CallbackAnswer => ({ kind: 'page', page: { status, html: messagePage(title, message), retryAfter } });
+
+/** Why a callback was not this browser's to finish, for the user. */
+const REFUSALS: Record<Extract<CallbackResult, { outcome: 'refused' }>['reason'], [string, string]> = {
+  unknown_provider: ['This sign-in does not work', 'The answer is for an identity provider that is not registered here.'],
+  no_state: ['This sign-in does not work', `The answer from the identity provider is incomplete. ${AGAIN}`],
+  unknown: ['This sign-in does not work', `This answer was not started here, or is too old. ${AGAIN}`],
+  used: ['This sign-in was already used', `This answer has already been used. If your device is not signed in, start the sign-in again from it.`],
+  expired: ['This sign-in has expired', `The sign-in took longer than the device waits. ${AGAIN}`],
+  other_browser: ['Finish in the browser where you started', 'This sign-in was started in another browser. Finish it there, or start the sign-in again from your device in this one.'],
+};
+
+/**
+ * The provider sends the browser back here: the sign-in it started is taken once, checked, and
+ * goes on as its purpose says (the helper's code, the device's approval form), or ends saying why.
+ */
+@Injectable()
+export class UpstreamCallbackService {
+  constructor(
+    private readonly upstream: UpstreamSignIn,
+    private readonly login: LoginService,
+    private readonly verification: DeviceVerificationService,
+    private readonly users: UsersService,
+    private readonly sessions: UpstreamSessionsRepository,
+    private readonly vault: UpstreamVault,
+    private readonly events: SecurityEvents,
+  ) {}
+
+  async answer(name: string, query: URLSearchParams, browser: string | undefined, csrfToken: string, requester: Requester): Promise<CallbackAnswer> {
+    const result = await this.upstream.finish(name, query, browser);
+    switch (result.outcome) {
+      case 'refused': {
+        this.events.emit('upstream.refused', { reason: result.reason, provider: result.provider?.name ?? name.slice(0, 63) }, requester);
+        const [title, message] = REFUSALS[result.reason];
+        return pageOf(400, title, message);
+      }
+      case 'failed': {
+        const { provider, failure, purpose } = result;
+        this.events.emit('upstream.failed', { reason: failure.kind, provider: provider.name, check: failure.message, clientId: purpose.clientId }, requester);
+        if (failure.kind === 'unreachable') return pageOf(503, `${provider.displayName} is unavailable`, `${provider.displayName} could not be reached to finish the sign-in. ${AGAIN}`, 5);
+        return pageOf(400, 'The sign-in could not be completed', `The answer from ${provider.displayName} failed a check: ${failure.message}. Nothing was signed in. ${AGAIN}`);
+      }
+      case 'cancelled':
+        this.events.emit('upstream.cancelled', { reason: 'provider_error', provider: result.provider.name, error: result.error, clientId: result.purpose.clientId }, requester);
+        return this.cancel(result.purpose, csrfToken);
+      case 'signed-in':
+        return this.broker(result.provider, result.purpose, result.identity, csrfToken, requester);
+    }
+  }
+
+  private async cancel(purpose: SignInPurpose, csrfToken: string): Promise<CallbackAnswer> {
+    if (purpose.kind === 'helper') return fromHelper(await this.login.cancelUpstream(purpose.state, purpose.clientId));
+    return { kind: 'page', page: await this.verification.upstreamCancelled(purpose.userCode, csrfToken), deviceForm: true };
+  }
+
+  /** Broker mode: the linked portal user goes on as after a local sign-in, with the service's own tokens. */
+  private async broker(provider: IdentityProviderEntity, purpose: SignInPurpose, identity: UpstreamIdentity, csrfToken: string, requester: Requester): Promise<CallbackAnswer> {
+    const user = await this.users.linkUpstream(provider, identity.claims.sub, profileOf(identity.claims));
+    if (user.disabledAt) return pageOf(403, 'Your account is disabled', `Your account has been disabled here by an administrator, so it cannot sign in. ${AGAIN}`);
+    const refreshToken = identity.tokens.refresh_token;
+    const sessionId = await this.sessions.create(provider.name, user.id, (id) => (refreshToken ? this.vault.seal(sessionContext(id), refreshToken) : null));
+    this.events.emit('upstream.signed_in', { reason: 'broker', provider: provider.name, clientId: purpose.clientId, userId: user.id }, requester);
+    if (purpose.kind === 'helper') return fromHelper(await this.login.completeUpstream(purpose.state, purpose.clientId, user, sessionId));
+    return { kind: 'page', page: await this.verification.upstreamSignedIn(purpose.userCode, user, sessionId, csrfToken, requester), deviceForm: true };
+  }
+}
+
+const fromHelper = (outcome: AuthorizeOutcome): CallbackAnswer => (outcome.kind === 'redirect' ? outcome : { kind: 'page', page: outcome });
+
+/** The profile claims kept on a brokered user, each only when it has the type the standard gives it. */
+function profileOf(claims: Record<string, unknown>): UpstreamProfile {
+  const text = (value: unknown) => (typeof value === 'string' && value.length > 0 && value.length <= 256 && !/[\u0000-\u001f\u007f]/.test(value) ? value : undefined);
+  const profile: UpstreamProfile = {
+    preferred_username: text(claims.preferred_username),
+    name: text(claims.name),
+    email: text(claims.email),
+    email_verified: typeof claims.email_verified === 'boolean' ? claims.email_verified : undefined,
+  };
+  return Object.fromEntries(Object.entries(profile).filter(([, value]) => value !== undefined));
+}
