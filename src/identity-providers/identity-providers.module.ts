@@ -6,6 +6,7 @@ import { SignInMethods } from './sign-in-methods.service.js';
 import { UpstreamClients } from './upstream-clients.service.js';
 import { UpstreamSignIn } from './upstream-sign-in.service.js';
 import { UpstreamSignInsRepository } from './upstream-sign-ins.repository.js';
+import { UpstreamRecheck } from './upstream-recheck.service.js';
 import { UpstreamSessionsRepository } from './upstream-sessions.repository.js';
 import { UpstreamVault } from './upstream-vault.js';
 
@@ -16,7 +17,7 @@ import { UpstreamVault } from './upstream-vault.js';
  */
 @Module({
   imports: [TypeOrmModule.forFeature([IdentityProviderEntity])],
-  providers: [IdentityProvidersService, SignInMethods, UpstreamClients, UpstreamSignIn, UpstreamSignInsRepository, UpstreamSessionsRepository, UpstreamVault],
-  exports: [UpstreamSessionsRepository, IdentityProvidersService, SignInMethods, UpstreamClients, UpstreamSignIn, UpstreamVault],
+  providers: [IdentityProvidersService, SignInMethods, UpstreamClients, UpstreamSignIn, UpstreamSignInsRepository, UpstreamSessionsRepository, UpstreamRecheck, UpstreamVault],
+  exports: [UpstreamRecheck, UpstreamSessionsRepository, IdentityProvidersService, SignInMethods, UpstreamClients, UpstreamSignIn, UpstreamVault],
 })
 export class IdentityProvidersModule {}

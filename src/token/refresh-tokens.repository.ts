@@ -31,7 +31,8 @@ const COLUMNS = 'r.grant_id, r.client_id, g.user_id, g.scope, g.flow, r.expires_
 /**
  * The issuing statement of a refresh (revocations.ts): the grant's row locked shared, so a
  * revocation of the grant committed meanwhile (every sign-out revokes the grants it ends) is
- * seen; the user is checked too, and the new tokens carry the client's current scopes only.
+ * seen; the user is checked too, and the new tokens carry the client's current scopes only. A
+ * brokered grant due for a re-check at its provider is left to the caller's slow path.
  */
 const ROTATE = new PreparedStatement<Pick<RefreshTokenRow, 'grant_id' | 'user_id' | 'scope' | 'flow'>>(
   'rotate-refresh-token',
@@ -39,6 +40,7 @@ const ROTATE = new PreparedStatement<Pick<RefreshTokenRow, 'grant_id' | 'user_id
      SELECT g.id, g.user_id, g.scope, g.flow FROM grants g JOIN portal_users u ON u.id = g.user_id
      WHERE g.id = (SELECT grant_id FROM refresh_tokens WHERE token_hash = $1) AND g.revoked_at IS NULL
        AND u.disabled_at IS NULL AND ${issuedAfterStampSql('g.created_at')}
+       AND NOT EXISTS (SELECT 1 FROM upstream_sessions s WHERE s.id = g.upstream_session_id AND s.checked_at <= now() - make_interval(secs => $5))
      FOR SHARE OF g),
    rotated AS (
      UPDATE refresh_tokens r SET rotated_at = now()
@@ -87,14 +89,24 @@ export class RefreshTokensRepository {
    */
   async rotate(
     dataSource: DataSource,
-    rotation: { tokenHash: Buffer; clientId: string; successorHash: Buffer; successorLifetimeSeconds: number },
+    rotation: { tokenHash: Buffer; clientId: string; successorHash: Buffer; successorLifetimeSeconds: number; recheckIntervalSeconds: number },
   ): Promise<Pick<RefreshTokenRow, 'grant_id' | 'user_id' | 'scope' | 'flow'> | undefined> {
-    const [row] = await ROTATE.run(dataSource, [rotation.tokenHash, rotation.clientId, rotation.successorHash, rotation.successorLifetimeSeconds]);
+    const [row] = await ROTATE.run(dataSource, [rotation.tokenHash, rotation.clientId, rotation.successorHash, rotation.successorLifetimeSeconds, rotation.recheckIntervalSeconds]);
     return row;
   }
 
   async markRotated(manager: EntityManager, tokenHash: Buffer): Promise<void> {
     await manager.query('UPDATE refresh_tokens SET rotated_at = now() WHERE token_hash = $1', [tokenHash]);
+  }
+
+  /** The live grant a usable refresh token of this client belongs to (no lock): a re-check at the provider is worth asking for it only. */
+  async usableGrant(manager: EntityManager, tokenHash: Buffer, clientId: string): Promise<{ grant_id: string; user_id: string } | undefined> {
+    const [row] = await manager.query(
+      `SELECT r.grant_id, g.user_id FROM refresh_tokens r JOIN grants g ON g.id = r.grant_id
+       WHERE r.token_hash = $1 AND r.client_id = $2 AND r.rotated_at IS NULL AND r.expires_at > now() AND g.revoked_at IS NULL AND g.upstream_session_id IS NOT NULL`,
+      [tokenHash, clientId],
+    );
+    return row;
   }
 
   /** For introspection and revocation: the token's grant and client, without locking. */

@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { ClientsModule } from '../clients/clients.module.js';
+import { IdentityProvidersModule } from '../identity-providers/identity-providers.module.js';
 import { KeysModule } from '../keys/keys.module.js';
 import { AccessTokens } from './access-tokens.service.js';
 import { AuthorizationCodeIssuer } from './authorization-code-issuer.js';
@@ -23,7 +24,7 @@ import { TokenService } from './token.service.js';
 import { UserTokenIssuer } from './user-token-issuer.js';
 
 @Module({
-  imports: [ClientsModule, KeysModule],
+  imports: [ClientsModule, IdentityProvidersModule, KeysModule],
   controllers: [TokenController, TokenInspectionController, MetadataController, IdentityTokenController],
   providers: [
     AccessTokens,

@@ -45,20 +45,20 @@ describe('broker mode through a real identity provider', () => {
   afterEach(async () => context?.close());
 
   it('a polling device signs in through the provider and gets tokens for the linked user', async () => {
-    const config = await (await fetch(`${app.baseUrl}/external/oauth2helper/config/${clientId}`, { method: 'POST' })).json();
+    const config = (await (await fetch(`${app.baseUrl}/external/oauth2helper/config/${clientId}`, { method: 'POST' })).json()) as Record<string, string>;
     await page.goto(config.authorize_url);
     await signInAtUpstream(page, { username: 'alice', password: ALICE.password });
     await expect.poll(() => page.locator('h1').textContent(), { timeout: 5000 }).toBe("You're signed in");
     expect(await page.locator('main').textContent()).toContain('alice');
-    const polled = await (await fetch(config.code_url)).json();
+    const polled = (await (await fetch(config.code_url)).json()) as { code: string };
     expect(polled.code).toBeTypeOf('string');
-    const tokens = await (
+    const tokens = (await (
       await fetch(config.accesstoken_request_url, {
         method: 'POST',
         headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from(`${clientId}:${clientSecret}`).toString('base64')}` },
         body: new URLSearchParams({ grant_type: 'authorization_code', code: polled.code }),
       })
-    ).json();
+    ).json()) as Record<string, string>;
     expect(tokens.access_token).toBeTypeOf('string');
     const [user] = await query<{ username: string; provider: string; profile: object }>(app.databaseUrl, 'SELECT username, provider, profile FROM portal_users');
     expect(user).toMatchObject({ username: 'corp:alice-sub', provider: 'corp', profile: { preferred_username: 'alice', email: 'alice@example.test' } });

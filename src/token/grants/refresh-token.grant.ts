@@ -9,7 +9,8 @@ import { SecurityEvents } from '../../common/logging/security-events.js';
 import { Env } from '../../config/env.js';
 import { AccessTokens } from '../access-tokens.service.js';
 import { GrantsRepository } from '../grants.repository.js';
-import { invalidGrant } from '../oauth-error.js';
+import { invalidGrant, OAuthError } from '../oauth-error.js';
+import { UpstreamRecheck } from '../../identity-providers/upstream-recheck.service.js';
 import { type OAuthParams, requireParam } from '../oauth-params.js';
 import { RefreshTokensRepository } from '../refresh-tokens.repository.js';
 import { assertScopeAllowed, formatScope, parseScope } from '../scope.js';
@@ -30,7 +31,33 @@ export class RefreshTokenGrant implements GrantHandler<UserTokenResponse> {
     private readonly env: Env,
     private readonly accessTokens: AccessTokens,
     private readonly events: SecurityEvents,
+    private readonly upstream: UpstreamRecheck,
   ) {}
+
+  /**
+   * A brokered grant's user is checked at their provider first: refused there, the grant is
+   * revoked (its streams close) and the refresh is invalid_grant; the provider away, the refresh
+   * is a 503 and nothing changes, so the device retries with the same token.
+   */
+  private async recheckUpstream(tokenHash: Buffer, client: ClientEntity, deadline: AnswerDeadline, requester: Requester): Promise<void> {
+    const grant = await this.refreshTokens.usableGrant(this.dataSource.manager, tokenHash, client.id);
+    if (!grant) return;
+    const recheck = await this.upstream.check(grant.grant_id);
+    if (recheck.outcome === 'confirmed') return;
+    const failed = { provider: recheck.provider, clientId: client.id, userId: grant.user_id, grantId: grant.grant_id };
+    if (recheck.outcome === 'unreachable') {
+      this.events.emit('upstream.recheck_failed', { reason: 'unreachable', ...failed, grantRevoked: false }, requester);
+      throw new OAuthError('temporarily_unavailable', 'the identity provider of this user could not be reached: try again shortly');
+    }
+    await inTokenTransaction(this.dataSource, deadline, async (manager, afterCommit) => {
+      const revoked = await this.grants.revoke(manager, grant.grant_id);
+      afterCommit(() => {
+        if (revoked) this.accessTokens.grantRevoked(revoked);
+        this.events.emit('upstream.recheck_failed', { reason: 'invalid_grant', ...failed, grantRevoked: revoked !== undefined }, requester);
+      });
+      return invalidGrant('the identity provider no longer accepts this user; the grant is revoked');
+    });
+  }
 
   async handle(params: OAuthParams, client: ClientEntity, deadline: AnswerDeadline, requester: Requester): Promise<UserTokenResponse> {
     const tokenHash = sha256(requireParam(params, 'refresh_token'));
@@ -45,12 +72,14 @@ export class RefreshTokenGrant implements GrantHandler<UserTokenResponse> {
           clientId: client.id,
           successorHash: successor.hash,
           successorLifetimeSeconds: successor.lifetimeSeconds,
+          recheckIntervalSeconds: this.env.IDP_RECHECK_INTERVAL,
         }),
       );
       if (rotated) {
         return this.tokens.respond({ grantId: rotated.grant_id, clientId: client.id, userId: rotated.user_id, scope: rotated.scope, flow: rotated.flow }, successor, signing);
       }
     }
+    await this.recheckUpstream(tokenHash, client, deadline, requester);
     // A narrowed scope, or a token that could not simply be rotated: decide under the row lock.
     return inTokenTransaction(this.dataSource, deadline, async (manager, afterCommit) => {
       const token = await this.refreshTokens.lock(manager, tokenHash, this.env.REFRESH_REUSE_GRACE);
