@@ -71,9 +71,10 @@ export class IdentityProviders1795360000000 implements MigrationInterface {
     // tokens wait in relay_hand_overs): neither has a local user.
     await queryRunner.query('ALTER TABLE authorizations ALTER COLUMN user_id DROP NOT NULL, ADD COLUMN denied_at timestamptz, ADD COLUMN relayed boolean NOT NULL DEFAULT false');
     await queryRunner.query('ALTER TABLE authorizations ADD CONSTRAINT authorizations_outcome CHECK (user_id IS NOT NULL OR denied_at IS NOT NULL OR relayed)');
-    // A relayed approval of a device code has no local user: the provider's tokens wait in relay_hand_overs.
-    await queryRunner.query('ALTER TABLE device_codes ADD COLUMN relayed_at timestamptz, DROP CONSTRAINT device_codes_check');
-    await queryRunner.query(`ALTER TABLE device_codes ADD CONSTRAINT device_codes_decided_by CHECK ((status = 'pending') = (user_id IS NULL AND relayed_at IS NULL))`);
+    // A device code decided at an identity provider has no local user: cancelled there, or relayed
+    // (the provider's tokens wait in relay_hand_overs).
+    await queryRunner.query('ALTER TABLE device_codes ADD COLUMN upstream_decided_at timestamptz, DROP CONSTRAINT device_codes_check');
+    await queryRunner.query(`ALTER TABLE device_codes ADD CONSTRAINT device_codes_decided_by CHECK ((status = 'pending') = (user_id IS NULL AND upstream_decided_at IS NULL))`);
     await queryRunner.query(`
       CREATE TABLE relay_hand_overs (
         id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
@@ -106,10 +107,10 @@ export class IdentityProviders1795360000000 implements MigrationInterface {
   async down(queryRunner: QueryRunner): Promise<void> {
     await queryRunner.query('DROP TABLE relayed_tokens');
     await queryRunner.query('DROP TABLE relay_hand_overs');
-    await queryRunner.query(`DELETE FROM device_codes WHERE relayed_at IS NOT NULL`);
+    await queryRunner.query(`DELETE FROM device_codes WHERE upstream_decided_at IS NOT NULL`);
     await queryRunner.query('DELETE FROM authorizations WHERE user_id IS NULL');
     await queryRunner.query('ALTER TABLE authorizations DROP CONSTRAINT authorizations_outcome, DROP COLUMN denied_at, DROP COLUMN relayed, ALTER COLUMN user_id SET NOT NULL');
-    await queryRunner.query('ALTER TABLE device_codes DROP CONSTRAINT device_codes_decided_by, DROP COLUMN relayed_at');
+    await queryRunner.query('ALTER TABLE device_codes DROP CONSTRAINT device_codes_decided_by, DROP COLUMN upstream_decided_at');
     await queryRunner.query(`ALTER TABLE device_codes ADD CONSTRAINT device_codes_check CHECK ((status = 'pending') = (user_id IS NULL))`);
     for (const table of ['authorizations', 'authorization_codes', 'device_codes', 'grants']) {
       await queryRunner.query(`ALTER TABLE ${table} DROP COLUMN upstream_session_id`);

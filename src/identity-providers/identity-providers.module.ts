@@ -2,6 +2,9 @@ import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { IdentityProviderEntity } from './identity-provider.entity.js';
 import { IdentityProvidersService } from './identity-providers.service.js';
+import { RelayHandOversRepository } from './relay-hand-overs.repository.js';
+import { RelayService } from './relay.service.js';
+import { RelayedTokensRepository } from './relayed-tokens.repository.js';
 import { SignInMethods } from './sign-in-methods.service.js';
 import { UpstreamClients } from './upstream-clients.service.js';
 import { UpstreamSignIn } from './upstream-sign-in.service.js';
@@ -17,7 +20,7 @@ import { UpstreamVault } from './upstream-vault.js';
  */
 @Module({
   imports: [TypeOrmModule.forFeature([IdentityProviderEntity])],
-  providers: [IdentityProvidersService, SignInMethods, UpstreamClients, UpstreamSignIn, UpstreamSignInsRepository, UpstreamSessionsRepository, UpstreamRecheck, UpstreamVault],
-  exports: [UpstreamRecheck, UpstreamSessionsRepository, IdentityProvidersService, SignInMethods, UpstreamClients, UpstreamSignIn, UpstreamVault],
+  providers: [RelayHandOversRepository, RelayService, RelayedTokensRepository, IdentityProvidersService, SignInMethods, UpstreamClients, UpstreamSignIn, UpstreamSignInsRepository, UpstreamSessionsRepository, UpstreamRecheck, UpstreamVault],
+  exports: [RelayService, RelayHandOversRepository, UpstreamRecheck, UpstreamSessionsRepository, IdentityProvidersService, SignInMethods, UpstreamClients, UpstreamSignIn, UpstreamVault],
 })
 export class IdentityProvidersModule {}

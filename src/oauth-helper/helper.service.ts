@@ -4,6 +4,7 @@ import { ClientsService } from '../clients/clients.service.js';
 import { InvalidRedirectUrl, isRedirectAllowed, parseRedirectUrl } from '../clients/redirect-pattern.js';
 import type { AnswerDeadline } from '../common/http/request-deadlines.js';
 import { Env } from '../config/env.js';
+import { RelayService } from '../identity-providers/relay.service.js';
 import { AuthorizationCodeIssuer } from '../token/authorization-code-issuer.js';
 import { invalidRequest, OAuthError } from '../token/oauth-error.js';
 import { readOAuthParams } from '../token/oauth-params.js';
@@ -37,6 +38,7 @@ export class HelperService {
     private readonly codes: AuthorizationCodeIssuer,
     private readonly approved: ApprovedStates,
     private readonly env: Env,
+    private readonly relay: RelayService,
   ) {
     this.polls = new PollLimiter(env.CODE_POLL_MIN_INTERVAL * 1000, env.STATE_TTL * 1000);
   }
@@ -85,10 +87,17 @@ export class HelperService {
     }
     if (!this.approved.mayHaveCode(stateId)) return null;
     // The hand-over is spent by the commit: only the answer can deliver the code.
-    const code = await deadline.commit(() => this.codes.pickUp(stateId, clientId));
+    const code = (await deadline.commit(() => this.codes.pickUp(stateId, clientId))) ?? (await this.pickUpRelayed(stateId, clientId, deadline));
     if (code) this.approved.forget(stateId);
-    else if (await this.codes.isDenied(stateId, clientId)) throw new OAuthError('access_denied', 'the user cancelled the sign-in at the identity provider');
     return code;
+  }
+
+  /** A link that ended at an identity provider: relayed (its code, once) or cancelled there (access_denied from now on). */
+  private async pickUpRelayed(stateId: string, clientId: string, deadline: AnswerDeadline): Promise<string | null> {
+    const code = await deadline.commit(() => this.relay.pickUp(stateId, clientId));
+    if (code) return code;
+    if (await this.codes.isDenied(stateId, clientId)) throw new OAuthError('access_denied', 'the user cancelled the sign-in at the identity provider');
+    return null;
   }
 }
 

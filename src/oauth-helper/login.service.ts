@@ -97,6 +97,34 @@ export class LoginService {
   }
 
   /**
+   * Relay mode: the provider's tokens wait for this link's device; `handOver` stores them and
+   * returns the device's code now (a redirect), null (a polling device collects it later), or
+   * undefined when the link was already used.
+   */
+  async completeRelayed(
+    state: string,
+    clientId: string,
+    providerName: string,
+    handOver: (link: { stateId: string; clientId: string; redirectUrl: string | null; codeChallenge: string | null; stateExpiresAt: Date }) => Promise<string | null | undefined>,
+  ): Promise<AuthorizeOutcome> {
+    const request = await this.verify({ response_type: 'code', client_id: clientId, state });
+    if ('kind' in request) return request;
+    const { claims, client } = request;
+    const redirect = claims.redirect_url ? new URL(claims.redirect_url) : null;
+    if (redirect && !isRedirectAllowed(redirect, client.redirectPatterns)) return errorPage(`The device address is no longer allowed for this application. ${AGAIN}`);
+    const link = { stateId: claims.jti, clientId: client.id, redirectUrl: claims.redirect_url ?? null, codeChallenge: claims.code_challenge ?? null, stateExpiresAt: new Date(claims.exp * 1000) };
+    const code = await handOver(link);
+    if (code === undefined) return alreadyUsed();
+    if (code === null || !redirect) {
+      this.approved.add(claims.jti, claims.exp * 1000);
+      return { kind: 'page', status: 200, html: signedInPage({ clientName: client.name, username: providerName }) };
+    }
+    redirect.searchParams.append('code', code);
+    redirect.searchParams.append('state', state);
+    return { kind: 'redirect', location: redirect.href };
+  }
+
+  /**
    * The sign-in was cancelled at the provider: the link is spent, a device waiting at its
    * redirect URL is sent `access_denied`, a polling one is answered it from now on.
    */

@@ -39,7 +39,9 @@ export interface FoundDeviceCode {
 /** What one poll of a device code finds (RFC 8628 §3.5), after which the poll is recorded. */
 export type PollOutcome =
   /** Approved: consumed by this poll, in its transaction. */
-  | { outcome: 'approved'; userId: string; scope: string | null }
+  | { outcome: 'approved'; userId: string; scope: string | null; upstreamSessionId: string | null }
+  /** Approved at an identity provider in relay mode: consumed by this poll; its tokens wait in relay_hand_overs. */
+  | { outcome: 'relayed' }
   | { outcome: 'pending' | 'slow_down' | 'denied' | 'expired' }
   /** Unknown, another client's, or already exchanged. */
   | { outcome: 'invalid' };
@@ -55,11 +57,12 @@ export type PollOutcome =
 const POLL_SQL = `
   WITH ${issuableUserCte('(SELECT user_id FROM device_codes WHERE device_code_hash = $1 AND client_id = $2)')},
   found AS (
-    SELECT d.device_code_hash, d.status, d.user_id, ${currentScopeSql('d.scope', '$2')} AS scope,
+    SELECT d.device_code_hash, d.status, d.user_id, d.upstream_session_id, ${currentScopeSql('d.scope', '$2')} AS scope,
       CASE
         WHEN d.consumed_at IS NOT NULL THEN 'invalid'
         WHEN d.voided_at IS NOT NULL OR d.expires_at <= now() THEN 'expired'
         WHEN d.last_polled_at IS NOT NULL AND clock_timestamp() < d.last_polled_at + make_interval(secs => d.interval_seconds) THEN 'slow_down'
+        WHEN d.status = 'approved' AND d.user_id IS NULL THEN 'relayed'
         WHEN d.status = 'approved' AND u.id IS NOT NULL AND ${issuedAfterStampSql('d.decided_at')} THEN 'approved'
         WHEN d.status = 'approved' THEN 'expired'
         WHEN d.status = 'denied' THEN 'denied'
@@ -72,9 +75,9 @@ const POLL_SQL = `
     UPDATE device_codes d SET
       last_polled_at = clock_timestamp(),
       interval_seconds = d.interval_seconds + CASE WHEN found.outcome = 'slow_down' THEN ${SLOW_DOWN_STEP_SECONDS} ELSE 0 END,
-      consumed_at = CASE WHEN found.outcome = 'approved' THEN now() ELSE d.consumed_at END
+      consumed_at = CASE WHEN found.outcome IN ('approved', 'relayed') THEN now() ELSE d.consumed_at END
     FROM found WHERE d.device_code_hash = found.device_code_hash AND found.outcome NOT IN ('invalid', 'expired'))
-  SELECT outcome, user_id, scope FROM found`;
+  SELECT outcome, user_id, scope, upstream_session_id FROM found`;
 
 /** Device authorizations of the standard device flow (RFC 8628), every expiry by PostgreSQL's clock. */
 @Injectable()
@@ -147,7 +150,7 @@ export class DeviceCodesRepository {
    */
   async denyPending(userCode: string): Promise<boolean> {
     const [, affected]: [unknown, number] = await this.dataSource.query(
-      `UPDATE device_codes SET status = 'denied', relayed_at = now(), decided_at = now()
+      `UPDATE device_codes SET status = 'denied', upstream_decided_at = now(), decided_at = now()
        WHERE user_code = $1 AND status = 'pending' AND voided_at IS NULL AND expires_at > now()`,
       [userCode],
     );
@@ -173,9 +176,9 @@ export class DeviceCodesRepository {
    * transaction, so the grant made from it commits with the consumption or not at all.
    */
   async poll(manager: EntityManager, deviceCodeHash: Buffer, clientId: string): Promise<PollOutcome> {
-    const [row]: { outcome: PollOutcome['outcome']; user_id: string | null; scope: string | null }[] = await manager.query(POLL_SQL, [deviceCodeHash, clientId]);
+    const [row]: { outcome: PollOutcome['outcome']; user_id: string | null; scope: string | null; upstream_session_id: string | null }[] = await manager.query(POLL_SQL, [deviceCodeHash, clientId]);
     if (!row) return { outcome: 'invalid' };
-    if (row.outcome === 'approved') return { outcome: 'approved', userId: row.user_id!, scope: row.scope };
+    if (row.outcome === 'approved') return { outcome: 'approved', userId: row.user_id!, scope: row.scope, upstreamSessionId: row.upstream_session_id };
     return { outcome: row.outcome };
   }
 

@@ -1,3 +1,4 @@
+import { RelayService } from '../identity-providers/relay.service.js';
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
@@ -29,6 +30,7 @@ export class TokenInspectionService {
     private readonly refreshTokens: RefreshTokensRepository,
     private readonly grants: GrantsRepository,
     private readonly events: SecurityEvents,
+    private readonly relay: RelayService,
   ) {}
 
   async introspect(body: unknown, authorization: string | undefined, contentType: string | undefined, requester: Requester): Promise<object> {
@@ -49,8 +51,13 @@ export class TokenInspectionService {
   async revoke(body: unknown, authorization: string | undefined, contentType: string | undefined, requester: Requester): Promise<void> {
     const params = readFormBody(contentType, body);
     const client = await this.clientAuthentication.authenticate(authorization, params, requester);
-    const token = await this.identify(requireParam(params, 'token'));
-    if (!token) return;
+    const value = requireParam(params, 'token');
+    const token = await this.identify(value);
+    // Not one of the service's own: perhaps the provider's, relayed to this client (forwarded there).
+    if (!token) {
+      await this.relay.revoke(value, client.id);
+      return;
+    }
     const owner = token.kind === 'access' ? token.claims.client_id : token.row.client_id;
     if (owner !== client.id) throw invalidRequest('the token was not issued to this client');
     if (token.kind === 'access') await this.accessTokens.revoke(token.claims);

@@ -65,7 +65,7 @@ describe('DeviceCodesRepository', () => {
 
   it('shows a pending code to the verification page until it is decided, and takes one decision only', async () => {
     const code = await start({ scope: null });
-    expect(await codes.findByUserCode(code.userCode)).toEqual({ clientId: 'tv', scope: null, state: 'pending', signedInUsername: null, signedInUserDisabled: false });
+    expect(await codes.findByUserCode(code.userCode)).toMatchObject({ clientId: 'tv', scope: null, state: 'pending', signedInUsername: null, signedInUserDisabled: false });
     const nonceHash = randomBytes(32);
     expect(await codes.signIn(code.userCode, userId, null, nonceHash)).toBe(true);
     expect(await codes.decide(code.userCode, nonceHash, 'approved')).toEqual({ userId });
@@ -88,7 +88,7 @@ describe('DeviceCodesRepository', () => {
     const code = await start();
     await decide(code, 'approved');
     expect(await poll(code, 'other')).toEqual({ outcome: 'invalid' });
-    expect(await poll(code)).toEqual({ outcome: 'approved', userId, scope: 'profile' });
+    expect(await poll(code)).toEqual({ outcome: 'approved', userId, scope: 'profile', upstreamSessionId: null });
     await lastPolledAgo(code, 60);
     expect(await poll(code)).toEqual({ outcome: 'invalid' });
   });

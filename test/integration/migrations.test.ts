@@ -10,12 +10,17 @@ const SCHEMA_TABLES = [
   'delivery_cursors',
   'device_codes',
   'grants',
+  'identity_providers',
   'login_failures',
   'notifications',
   'portal_users',
   'refresh_tokens',
+  'relay_hand_overs',
+  'relayed_tokens',
   'revoked_access_tokens',
   'signing_keys',
+  'upstream_sessions',
+  'upstream_sign_ins',
 ];
 
 /** Every table in the public schema except TypeORM's own bookkeeping table. */

@@ -12,6 +12,8 @@ import { type CallbackResult, type UpstreamIdentity, UpstreamSignIn } from '../u
 import { sessionContext, UpstreamSessionsRepository } from '../upstream-sessions.repository.js';
 import type { SignInPurpose } from '../upstream-sign-ins.repository.js';
 import { UpstreamVault } from '../upstream-vault.js';
+import { RelayService } from '../relay.service.js';
+import { ClientsService } from '../../clients/clients.service.js';
 
 /** What GET /sso/callback/NAME answers: a page (the device flow's carries its CSRF cookie), or a redirect. */
 export type CallbackAnswer = { kind: 'page'; page: HtmlPage; deviceForm?: boolean } | { kind: 'redirect'; location: string };
@@ -43,6 +45,8 @@ export class UpstreamCallbackService {
     private readonly sessions: UpstreamSessionsRepository,
     private readonly vault: UpstreamVault,
     private readonly events: SecurityEvents,
+    private readonly relayed: RelayService,
+    private readonly clients: ClientsService,
   ) {}
 
   async answer(name: string, query: URLSearchParams, browser: string | undefined, csrfToken: string, requester: Requester): Promise<CallbackAnswer> {
@@ -63,6 +67,7 @@ export class UpstreamCallbackService {
         this.events.emit('upstream.cancelled', { reason: 'provider_error', provider: result.provider.name, error: result.error, clientId: result.purpose.clientId }, requester);
         return this.cancel(result.purpose, csrfToken);
       case 'signed-in':
+        if (result.provider.mode === 'relay') return this.relay(result.provider, result.purpose, result.identity, csrfToken, requester);
         return this.broker(result.provider, result.purpose, result.identity, csrfToken, requester);
     }
   }
@@ -70,6 +75,17 @@ export class UpstreamCallbackService {
   private async cancel(purpose: SignInPurpose, csrfToken: string): Promise<CallbackAnswer> {
     if (purpose.kind === 'helper') return fromHelper(await this.login.cancelUpstream(purpose.state, purpose.clientId));
     return { kind: 'page', page: await this.verification.upstreamCancelled(purpose.userCode, csrfToken), deviceForm: true };
+  }
+
+  /** Relay mode: the provider's own tokens wait, sealed, for the device's code or device code. */
+  private async relay(provider: IdentityProviderEntity, purpose: SignInPurpose, identity: UpstreamIdentity, csrfToken: string, requester: Requester): Promise<CallbackAnswer> {
+    this.events.emit('upstream.signed_in', { reason: 'relay', provider: provider.name, clientId: purpose.clientId, userId: null }, requester);
+    if (purpose.kind === 'helper') {
+      return fromHelper(await this.login.completeRelayed(purpose.state, purpose.clientId, provider.displayName, (link) => this.relayed.handOverToHelper(provider, link, identity.tokens)));
+    }
+    const clientName = (await this.clients.find(purpose.clientId))?.name ?? 'The device';
+    const page = await this.verification.upstreamRelayed(purpose.userCode, clientName, () => this.relayed.handOverToDevice(provider, purpose.userCode, identity.tokens), csrfToken);
+    return { kind: 'page', page, deviceForm: true };
   }
 
   /** Broker mode: the linked portal user goes on as after a local sign-in, with the service's own tokens. */

@@ -7,6 +7,7 @@ import { sha256 } from '../../common/crypto/opaque-token.js';
 import type { AnswerDeadline } from '../../common/http/request-deadlines.js';
 import type { Requester } from '../../common/http/requester.js';
 import { SecurityEvents } from '../../common/logging/security-events.js';
+import { type RelayedTokenResponse, RelayService } from '../../identity-providers/relay.service.js';
 import { AccessTokens } from '../access-tokens.service.js';
 import { AuthorizationCodesRepository } from '../authorization-codes.repository.js';
 import { GrantsRepository } from '../grants.repository.js';
@@ -20,7 +21,7 @@ import type { GrantHandler } from './grant-handler.js';
 
 /** RFC 6749 §4.1.3, with RFC 7636 PKCE and RFC 9700 §4.2.4 replay handling. */
 @Injectable()
-export class AuthorizationCodeGrant implements GrantHandler<UserTokenResponse> {
+export class AuthorizationCodeGrant implements GrantHandler<UserTokenResponse | RelayedTokenResponse> {
   readonly name = 'authorization_code';
 
   constructor(
@@ -30,9 +31,10 @@ export class AuthorizationCodeGrant implements GrantHandler<UserTokenResponse> {
     private readonly tokens: UserTokenIssuer,
     private readonly accessTokens: AccessTokens,
     private readonly events: SecurityEvents,
+    private readonly relay: RelayService,
   ) {}
 
-  async handle(params: OAuthParams, client: ClientEntity, deadline: AnswerDeadline, requester: Requester): Promise<UserTokenResponse> {
+  async handle(params: OAuthParams, client: ClientEntity, deadline: AnswerDeadline, requester: Requester): Promise<UserTokenResponse | RelayedTokenResponse> {
     const codeHash = sha256(requireParam(params, 'code'));
     const scope = parseScope(params.get('scope'));
     assertScopeAllowed(scope, client.scopes);
@@ -56,6 +58,11 @@ export class AuthorizationCodeGrant implements GrantHandler<UserTokenResponse> {
         refreshTokenLifetimeSeconds: refreshToken.lifetimeSeconds,
       }));
       if (redeemed) return this.tokens.respond({ grantId, clientId: client.id, userId: redeemed.user_id, scope: grantScope, flow: 'helper' }, refreshToken, signing);
+      // Not one of the service's own: perhaps a relayed sign-in's, which hands over the provider's tokens.
+      const relayed = await deadline.commit(() =>
+        this.relay.redeem({ codeHash, clientId: client.id, challenge: verifier === undefined ? null : s256Challenge(verifier), redirectUri: redirectUri ?? null }),
+      );
+      if (relayed) return relayed;
     }
     // Not redeemable as presented: decide why under the row lock (and revoke on a replay).
     return inTokenTransaction(this.dataSource, deadline, async (manager, afterCommit) => {

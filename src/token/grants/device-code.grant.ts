@@ -4,6 +4,8 @@ import { DataSource } from 'typeorm';
 import { type ClientEntity, DEVICE_CODE_GRANT } from '../../clients/client.entity.js';
 import { sha256 } from '../../common/crypto/opaque-token.js';
 import type { AnswerDeadline } from '../../common/http/request-deadlines.js';
+import { RelayHandOversRepository } from '../../identity-providers/relay-hand-overs.repository.js';
+import { type RelayedTokenResponse, RelayService } from '../../identity-providers/relay.service.js';
 import { Metrics } from '../../metrics/metrics.service.js';
 import { DeviceCodesRepository, type PollOutcome, SLOW_DOWN_STEP_SECONDS } from '../device-codes.repository.js';
 import { GrantsRepository } from '../grants.repository.js';
@@ -14,7 +16,7 @@ import { UserTokenIssuer, type UserTokenResponse } from '../user-token-issuer.js
 import type { GrantHandler } from './grant-handler.js';
 
 /** RFC 8628 §3.5: what a poll that brings no token answers. */
-const POLL_ERRORS: Record<Exclude<PollOutcome['outcome'], 'approved'>, [OAuthErrorCode, string]> = {
+const POLL_ERRORS: Record<Exclude<PollOutcome['outcome'], 'approved' | 'relayed'>, [OAuthErrorCode, string]> = {
   pending: ['authorization_pending', 'the user has not finished yet; poll again after the interval'],
   slow_down: ['slow_down', `polled faster than the interval; the interval is now ${SLOW_DOWN_STEP_SECONDS} seconds longer`],
   denied: ['access_denied', 'the user denied the authorization'],
@@ -28,7 +30,7 @@ const POLL_ERRORS: Record<Exclude<PollOutcome['outcome'], 'approved'>, [OAuthErr
  * approval yields tokens exactly once.
  */
 @Injectable()
-export class DeviceCodeGrant implements GrantHandler<UserTokenResponse> {
+export class DeviceCodeGrant implements GrantHandler<UserTokenResponse | RelayedTokenResponse> {
   readonly name = DEVICE_CODE_GRANT;
 
   constructor(
@@ -37,16 +39,22 @@ export class DeviceCodeGrant implements GrantHandler<UserTokenResponse> {
     private readonly grants: GrantsRepository,
     private readonly tokens: UserTokenIssuer,
     private readonly metrics: Metrics,
+    private readonly handOvers: RelayHandOversRepository,
+    private readonly relay: RelayService,
   ) {}
 
-  async handle(params: OAuthParams, client: ClientEntity, deadline: AnswerDeadline): Promise<UserTokenResponse> {
+  async handle(params: OAuthParams, client: ClientEntity, deadline: AnswerDeadline): Promise<UserTokenResponse | RelayedTokenResponse> {
     const deviceCodeHash = sha256(requireParam(params, 'device_code'));
     try {
       const response = await inTokenTransaction(this.dataSource, deadline, async (manager) => {
         const poll = await this.deviceCodes.poll(manager, deviceCodeHash, client.id);
         // Returned, not thrown: the poll's time (and a grown interval) must commit.
+        if (poll.outcome === 'relayed') {
+          const taken = await this.handOvers.collect(manager, deviceCodeHash);
+          return taken ? this.relay.deliver(taken, client.id) : new OAuthError(...POLL_ERRORS.invalid);
+        }
         if (poll.outcome !== 'approved') return new OAuthError(...POLL_ERRORS[poll.outcome]);
-        const grant = { clientId: client.id, userId: poll.userId, scope: poll.scope, flow: 'device' as const };
+        const grant = { clientId: client.id, userId: poll.userId, scope: poll.scope, flow: 'device' as const, upstreamSessionId: poll.upstreamSessionId };
         const grantId = await this.grants.create(manager, grant);
         return this.tokens.issue(manager, { ...grant, grantId }, { withRefreshToken: client.grants.includes('refresh_token') });
       });

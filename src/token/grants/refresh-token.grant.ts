@@ -10,6 +10,7 @@ import { Env } from '../../config/env.js';
 import { AccessTokens } from '../access-tokens.service.js';
 import { GrantsRepository } from '../grants.repository.js';
 import { invalidGrant, OAuthError } from '../oauth-error.js';
+import { type RelayedTokenResponse, RelayService } from '../../identity-providers/relay.service.js';
 import { UpstreamRecheck } from '../../identity-providers/upstream-recheck.service.js';
 import { type OAuthParams, requireParam } from '../oauth-params.js';
 import { RefreshTokensRepository } from '../refresh-tokens.repository.js';
@@ -20,7 +21,7 @@ import type { GrantHandler } from './grant-handler.js';
 
 /** RFC 6749 §6 with rotation and reuse detection (RFC 9700 §4.14.2). */
 @Injectable()
-export class RefreshTokenGrant implements GrantHandler<UserTokenResponse> {
+export class RefreshTokenGrant implements GrantHandler<UserTokenResponse | RelayedTokenResponse> {
   readonly name = 'refresh_token';
 
   constructor(
@@ -32,6 +33,7 @@ export class RefreshTokenGrant implements GrantHandler<UserTokenResponse> {
     private readonly accessTokens: AccessTokens,
     private readonly events: SecurityEvents,
     private readonly upstream: UpstreamRecheck,
+    private readonly relay: RelayService,
   ) {}
 
   /**
@@ -59,7 +61,7 @@ export class RefreshTokenGrant implements GrantHandler<UserTokenResponse> {
     });
   }
 
-  async handle(params: OAuthParams, client: ClientEntity, deadline: AnswerDeadline, requester: Requester): Promise<UserTokenResponse> {
+  async handle(params: OAuthParams, client: ClientEntity, deadline: AnswerDeadline, requester: Requester): Promise<UserTokenResponse | RelayedTokenResponse> {
     const tokenHash = sha256(requireParam(params, 'refresh_token'));
     const requestedScope = parseScope(params.get('scope'));
     if (!requestedScope) {
@@ -79,6 +81,9 @@ export class RefreshTokenGrant implements GrantHandler<UserTokenResponse> {
         return this.tokens.respond({ grantId: rotated.grant_id, clientId: client.id, userId: rotated.user_id, scope: rotated.scope, flow: rotated.flow }, successor, signing);
       }
     }
+    // A relayed refresh token is the provider's: forwarded there with the service's credentials.
+    const relayed = await this.relay.refresh(requireParam(params, 'refresh_token'), client.id);
+    if (relayed) return relayed;
     await this.recheckUpstream(tokenHash, client, deadline, requester);
     // A narrowed scope, or a token that could not simply be rotated: decide under the row lock.
     return inTokenTransaction(this.dataSource, deadline, async (manager, afterCommit) => {

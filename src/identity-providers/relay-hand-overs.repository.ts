@@ -1,0 +1,108 @@
+import { randomUUID } from 'node:crypto';
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
+import { notifiedIdPayloadSql } from '../database/notified-id-set.js';
+import { STATE_APPROVED_CHANNEL } from '../token/authorization-codes.repository.js';
+
+/** A provider's token response waiting for its device, sealed under `relayContext(id)`. */
+export interface WaitingHandOver {
+  id: string;
+  provider: string;
+  tokenResponseSealed: Buffer;
+}
+
+export const relayContext = (id: string) => `relay:${id}`;
+
+/**
+ * relay_hand_overs (and, for the helper's sign-in link, its row in authorizations): a relayed
+ * sign-in's token response, kept sealed until the device collects it by the service's own
+ * single-use code or device code, then erased.
+ */
+@Injectable()
+export class RelayHandOversRepository {
+  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
+
+  /**
+   * The helper's sign-in link ended relayed: its state is spent (false when it already was), and
+   * the sealed answer waits for the code (`codeHash` now for a redirect, else minted at pick-up;
+   * a polling device's instances hear of it as of an approval).
+   */
+  async forHelper(
+    hand: { stateId: string; clientId: string; provider: string; redirectUrl: string | null; codeChallenge: string | null; stateExpiresAt: Date; codeHash: Buffer | null; codeLifetimeSeconds: number },
+    seal: (id: string) => Buffer,
+  ): Promise<boolean> {
+    const id = randomUUID();
+    return this.dataSource.transaction(async (manager) => {
+      const spent = await manager.query(
+        `WITH relayed AS (
+           INSERT INTO authorizations (state_id, client_id, redirect_url, code_challenge, expires_at, relayed, picked_up_at)
+           VALUES ($1, $2, $3, $4, $5, true, CASE WHEN $6 THEN now() END) ON CONFLICT (state_id) DO NOTHING RETURNING state_id, expires_at)
+         SELECT CASE WHEN NOT $6 THEN pg_notify('${STATE_APPROVED_CHANNEL}', ${notifiedIdPayloadSql('state_id', 'expires_at')}) END FROM relayed`,
+        [hand.stateId, hand.clientId, hand.redirectUrl, hand.codeChallenge, hand.stateExpiresAt, hand.codeHash !== null],
+      );
+      if (spent.length === 0) return false;
+      await manager.query(
+        `INSERT INTO relay_hand_overs (id, client_id, provider, token_response_sealed, state_id, code_hash, redirect_url, code_challenge, expires_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, CASE WHEN $6::bytea IS NULL THEN $9 ELSE now() + make_interval(secs => $10) END)`,
+        [id, hand.clientId, hand.provider, seal(id), hand.stateId, hand.codeHash, hand.redirectUrl, hand.codeChallenge, hand.stateExpiresAt, hand.codeLifetimeSeconds],
+      );
+      return true;
+    });
+  }
+
+  /** The device code a user code names ended relayed (false when it no longer waited). */
+  async forDevice(hand: { userCode: string; provider: string }, seal: (id: string) => Buffer): Promise<boolean> {
+    const id = randomUUID();
+    return this.dataSource.transaction(async (manager) => {
+      const [[approved]]: [{ device_code_hash: Buffer; client_id: string; expires_at: Date }[], number] = await manager.query(
+        `UPDATE device_codes SET status = 'approved', upstream_decided_at = now(), decided_at = now()
+         WHERE user_code = $1 AND status = 'pending' AND voided_at IS NULL AND expires_at > now()
+         RETURNING device_code_hash, client_id, expires_at`,
+        [hand.userCode],
+      );
+      if (!approved) return false;
+      await manager.query(
+        'INSERT INTO relay_hand_overs (id, client_id, provider, token_response_sealed, device_code_hash, expires_at) VALUES ($1, $2, $3, $4, $5, $6)',
+        [id, approved.client_id, hand.provider, seal(id), approved.device_code_hash, approved.expires_at],
+      );
+      return true;
+    });
+  }
+
+  /** A polling helper device collects its code: minted here, once. */
+  async pickUp(stateId: string, clientId: string, codeHash: Buffer, codeLifetimeSeconds: number): Promise<boolean> {
+    const [, affected]: [unknown, number] = await this.dataSource.query(
+      `UPDATE relay_hand_overs SET code_hash = $3, expires_at = now() + make_interval(secs => $4)
+       WHERE state_id = $1 AND client_id = $2 AND code_hash IS NULL AND expires_at > now()`,
+      [stateId, clientId, codeHash, codeLifetimeSeconds],
+    );
+    return affected === 1;
+  }
+
+  /** The code's sealed answer, taken once (and erased) when the code is this client's, unexpired and its bindings match. */
+  async redeem(code: { codeHash: Buffer; clientId: string; challenge: string | null; redirectUri: string | null }): Promise<WaitingHandOver | undefined> {
+    return this.take(
+      this.dataSource.manager,
+      `code_hash = $1 AND client_id = $2 AND code_challenge IS NOT DISTINCT FROM $3 AND ($4::text IS NULL OR redirect_url = $4)`,
+      [code.codeHash, code.clientId, code.challenge, code.redirectUri],
+    );
+  }
+
+  /** A relayed device code's sealed answer, taken once, in the poll's transaction. */
+  collect(manager: EntityManager, deviceCodeHash: Buffer): Promise<WaitingHandOver | undefined> {
+    return this.take(manager, 'device_code_hash = $1', [deviceCodeHash]);
+  }
+
+  private async take(manager: EntityManager, where: string, params: unknown[]): Promise<WaitingHandOver | undefined> {
+    const [row]: { id: string; provider: string; token_response_sealed: Buffer }[] = await manager.query(
+      `WITH waiting AS (
+         SELECT id, provider, token_response_sealed FROM relay_hand_overs
+         WHERE ${where} AND handed_over_at IS NULL AND expires_at > now() FOR UPDATE),
+       taken AS (UPDATE relay_hand_overs h SET handed_over_at = now(), token_response_sealed = NULL FROM waiting w WHERE h.id = w.id)
+       SELECT id, provider, token_response_sealed FROM waiting`,
+      params,
+    );
+    return row && { id: row.id, provider: row.provider, tokenResponseSealed: row.token_response_sealed };
+  }
+}

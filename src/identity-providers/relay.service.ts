@@ -1,0 +1,140 @@
+import { Injectable } from '@nestjs/common';
+import * as oidc from 'openid-client';
+import { randomToken, sha256 } from '../common/crypto/opaque-token.js';
+import { Env, USER_ACCESS_TOKEN_TTL } from '../config/env.js';
+import { invalidGrant, OAuthError } from '../token/oauth-error.js';
+import type { IdentityProviderEntity } from './identity-provider.entity.js';
+import { IdentityProvidersService } from './identity-providers.service.js';
+import { RelayHandOversRepository, relayContext, type WaitingHandOver } from './relay-hand-overs.repository.js';
+import { RelayedTokensRepository } from './relayed-tokens.repository.js';
+import { UpstreamClients } from './upstream-clients.service.js';
+import { UpstreamFailure } from './upstream-failure.js';
+import { UpstreamVault } from './upstream-vault.js';
+
+/** The provider's tokens in the helper flow's token response shape. */
+export interface RelayedTokenResponse {
+  access_token: string;
+  expires_in: number;
+  token_type: 'bearer';
+  scope: string | null;
+  refresh_token?: string;
+}
+
+/**
+ * Relay mode (the provider's own tokens reach the device): at the callback the provider's token
+ * response is sealed and waits for the device's own single-use code or device code; refreshes
+ * and revocations of what was relayed are forwarded with the service's credentials, and a
+ * relayed refresh token serves only the client it was handed to.
+ */
+@Injectable()
+export class RelayService {
+  constructor(
+    private readonly handOvers: RelayHandOversRepository,
+    private readonly relayed: RelayedTokensRepository,
+    private readonly registry: IdentityProvidersService,
+    private readonly upstream: UpstreamClients,
+    private readonly vault: UpstreamVault,
+    private readonly env: Env,
+  ) {}
+
+  /** The helper's link relayed: the device's code now (redirect), or null when polled later; undefined when the link was already used. */
+  async handOverToHelper(
+    provider: IdentityProviderEntity,
+    link: { stateId: string; clientId: string; redirectUrl: string | null; codeChallenge: string | null; stateExpiresAt: Date },
+    tokens: oidc.TokenEndpointResponse,
+  ): Promise<string | null | undefined> {
+    const code = link.redirectUrl ? randomToken(32) : null;
+    const stored = await this.handOvers.forHelper(
+      { ...link, provider: provider.name, codeHash: code === null ? null : sha256(code), codeLifetimeSeconds: this.env.AUTH_CODE_TTL },
+      (id) => this.vault.seal(relayContext(id), JSON.stringify(tokens)),
+    );
+    return stored ? code : undefined;
+  }
+
+  handOverToDevice(provider: IdentityProviderEntity, userCode: string, tokens: oidc.TokenEndpointResponse): Promise<boolean> {
+    return this.handOvers.forDevice({ userCode, provider: provider.name }, (id) => this.vault.seal(relayContext(id), JSON.stringify(tokens)));
+  }
+
+  /** A polling helper device's code for a relayed link, once; null otherwise. */
+  async pickUp(stateId: string, clientId: string): Promise<string | null> {
+    const code = randomToken(32);
+    return (await this.handOvers.pickUp(stateId, clientId, sha256(code), this.env.AUTH_CODE_TTL)) ? code : null;
+  }
+
+  /** The provider's tokens for a relayed code, once; undefined when the code is not a relayed one of this client. */
+  async redeem(code: { codeHash: Buffer; clientId: string; challenge: string | null; redirectUri: string | null }): Promise<RelayedTokenResponse | undefined> {
+    const taken = await this.handOvers.redeem(code);
+    return taken && this.deliver(taken, code.clientId);
+  }
+
+  /** What a relayed hand-over held, opened and recorded as this client's. */
+  async deliver(taken: WaitingHandOver, clientId: string): Promise<RelayedTokenResponse> {
+    const tokens = JSON.parse(this.vault.open(relayContext(taken.id), taken.tokenResponseSealed)) as oidc.TokenEndpointResponse;
+    return this.answer(tokens, clientId, taken.provider);
+  }
+
+  /**
+   * A refresh with a relayed refresh token, forwarded to its provider; undefined when the token
+   * is not a relayed one (the caller goes on with its own). Another client's: invalid_grant.
+   */
+  async refresh(refreshToken: string, clientId: string): Promise<RelayedTokenResponse | undefined> {
+    const hash = sha256(refreshToken);
+    const found = await this.relayed.find(hash);
+    if (!found || found.kind !== 'refresh_token') return undefined;
+    if (found.clientId !== clientId) throw invalidGrant('the refresh token is invalid');
+    const provider = await this.registry.find(found.provider);
+    if (!provider) throw invalidGrant('the identity provider of this refresh token is no longer registered');
+    try {
+      const tokens = await this.upstream.call(provider, (configuration) => oidc.refreshTokenGrant(configuration, refreshToken));
+      if (tokens.refresh_token && tokens.refresh_token !== refreshToken) await this.relayed.forget(hash);
+      return await this.answer(tokens, clientId, provider.name, tokens.refresh_token ? undefined : refreshToken);
+    } catch (error) {
+      if (!(error instanceof UpstreamFailure)) throw error;
+      if (error.kind === 'refused' && error.error === 'invalid_grant') {
+        await this.relayed.forget(hash);
+        throw invalidGrant('the identity provider refused the refresh token');
+      }
+      throw new OAuthError('temporarily_unavailable', 'the identity provider could not be reached: try again shortly');
+    }
+  }
+
+  /** RFC 7009 for a relayed token: forwarded when the provider has a revocation endpoint, and forgotten; false when not relayed (or another client's). */
+  async revoke(token: string, clientId: string): Promise<boolean> {
+    const hash = sha256(token);
+    const found = await this.relayed.find(hash);
+    if (!found || found.clientId !== clientId) return false;
+    const provider = await this.registry.find(found.provider);
+    if (provider) {
+      await this.upstream
+        .call(provider, async (configuration) => {
+          if (configuration.serverMetadata().revocation_endpoint) await oidc.tokenRevocation(configuration, token, { token_type_hint: found.kind });
+        })
+        .catch((error: unknown) => {
+          if (!(error instanceof UpstreamFailure)) throw error;
+          if (error.kind === 'unreachable') throw new OAuthError('temporarily_unavailable', 'the identity provider could not be reached: try again shortly');
+        });
+    }
+    await this.relayed.forget(hash);
+    return true;
+  }
+
+  private async answer(tokens: oidc.TokenEndpointResponse, clientId: string, provider: string, keptRefreshToken?: string): Promise<RelayedTokenResponse> {
+    const expiresIn = typeof tokens.expires_in === 'number' ? Math.max(0, Math.floor(tokens.expires_in)) : USER_ACCESS_TOKEN_TTL;
+    const refreshToken = tokens.refresh_token ?? keptRefreshToken;
+    await this.relayed.record(
+      [
+        { hash: sha256(tokens.access_token), kind: 'access_token', lifetimeSeconds: Math.max(expiresIn, 60) },
+        ...(tokens.refresh_token ? [{ hash: sha256(tokens.refresh_token), kind: 'refresh_token' as const, lifetimeSeconds: this.env.REFRESH_TOKEN_TTL }] : []),
+      ],
+      clientId,
+      provider,
+    );
+    return {
+      access_token: tokens.access_token,
+      expires_in: expiresIn,
+      token_type: 'bearer',
+      scope: typeof tokens.scope === 'string' ? tokens.scope : null,
+      ...(refreshToken ? { refresh_token: refreshToken } : {}),
+    };
+  }
+}

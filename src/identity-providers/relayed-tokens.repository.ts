@@ -1,0 +1,33 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { DataSource } from 'typeorm';
+
+export type RelayedKind = 'access_token' | 'refresh_token';
+
+/** relayed_tokens: the provider's tokens the service handed to a device, by hash, with the client they belong to. */
+@Injectable()
+export class RelayedTokensRepository {
+  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
+
+  async record(tokens: { hash: Buffer; kind: RelayedKind; lifetimeSeconds: number }[], clientId: string, provider: string): Promise<void> {
+    for (const token of tokens) {
+      await this.dataSource.query(
+        `INSERT INTO relayed_tokens (token_hash, kind, client_id, provider, expires_at) VALUES ($1, $2, $3, $4, now() + make_interval(secs => $5))
+         ON CONFLICT (token_hash) DO NOTHING`,
+        [token.hash, token.kind, clientId, provider, token.lifetimeSeconds],
+      );
+    }
+  }
+
+  async find(hash: Buffer): Promise<{ kind: RelayedKind; clientId: string; provider: string } | undefined> {
+    const [row]: { kind: RelayedKind; client_id: string; provider: string }[] = await this.dataSource.query(
+      'SELECT kind, client_id, provider FROM relayed_tokens WHERE token_hash = $1 AND expires_at > now()',
+      [hash],
+    );
+    return row && { kind: row.kind, clientId: row.client_id, provider: row.provider };
+  }
+
+  async forget(hash: Buffer): Promise<void> {
+    await this.dataSource.query('DELETE FROM relayed_tokens WHERE token_hash = $1', [hash]);
+  }
+}
