@@ -65,6 +65,8 @@ export class IdentityProviders1795360000000 implements MigrationInterface {
       )`);
     for (const table of ['authorizations', 'authorization_codes', 'device_codes', 'grants']) {
       await queryRunner.query(`ALTER TABLE ${table} ADD COLUMN upstream_session_id uuid REFERENCES upstream_sessions (id) ON DELETE SET NULL`);
+      // For the purge of sessions nothing refers to any more (and for ON DELETE SET NULL).
+      await queryRunner.query(`CREATE INDEX ${table}_upstream_session_id ON ${table} (upstream_session_id) WHERE upstream_session_id IS NOT NULL`);
     }
 
     // A helper state can also end cancelled at the provider (denied_at) or relayed (the provider's
@@ -81,7 +83,7 @@ export class IdentityProviders1795360000000 implements MigrationInterface {
         client_id text NOT NULL REFERENCES clients (id),
         provider text NOT NULL,
         token_response_sealed bytea,
-        state_id text UNIQUE REFERENCES authorizations (state_id) ON DELETE CASCADE,
+        state_id text UNIQUE,
         device_code_hash bytea UNIQUE,
         code_hash bytea UNIQUE,
         redirect_url text,

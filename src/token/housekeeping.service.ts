@@ -24,6 +24,16 @@ const PURGES = [
   `DELETE FROM grants g WHERE g.id IN (SELECT id FROM grants WHERE created_at < now() - interval '${USER_ACCESS_TOKEN_TTL} seconds'
      AND NOT EXISTS (SELECT 1 FROM refresh_tokens r WHERE r.grant_id = grants.id) LIMIT ${BATCH})`,
   `DELETE FROM login_failures WHERE last_failure_at < now() - interval '1 day'`,
+  // Signing in through identity providers: round trips never finished, hand-overs never collected
+  // (or collected: their sealed answer is already erased), relayed tokens past their life, and
+  // upstream sessions no sign-in or grant refers to any more.
+  `DELETE FROM upstream_sign_ins WHERE ctid IN (SELECT ctid FROM upstream_sign_ins WHERE expires_at < now() LIMIT ${BATCH})`,
+  `DELETE FROM relay_hand_overs WHERE ctid IN (SELECT ctid FROM relay_hand_overs WHERE expires_at < now() LIMIT ${BATCH})`,
+  `DELETE FROM relayed_tokens WHERE ctid IN (SELECT ctid FROM relayed_tokens WHERE expires_at < now() LIMIT ${BATCH})`,
+  `DELETE FROM upstream_sessions s WHERE s.id IN (SELECT id FROM upstream_sessions u WHERE u.created_at < now() - interval '1 day'
+     AND NOT EXISTS (SELECT 1 FROM grants WHERE upstream_session_id = u.id) AND NOT EXISTS (SELECT 1 FROM authorizations WHERE upstream_session_id = u.id)
+     AND NOT EXISTS (SELECT 1 FROM authorization_codes WHERE upstream_session_id = u.id) AND NOT EXISTS (SELECT 1 FROM device_codes WHERE upstream_session_id = u.id)
+     LIMIT ${BATCH})`,
 ];
 
 /** Deletes up to `limit` expired rows of one kind; returns how many it deleted. */

@@ -56,6 +56,11 @@ export class SignOutsRepository {
        WHERE consumed_at IS NULL AND voided_at IS NULL AND ($1::uuid IS NULL OR $1 IN (user_id, signed_in_user_id)) AND ($2::text IS NULL OR client_id = $2)`,
       [userId, clientId],
     );
+    if (userId === null && clientId !== null) {
+      // A client's relayed sign-ins have no user: what waits for it, and what it holds of the provider's, ends too.
+      await manager.query('DELETE FROM relay_hand_overs WHERE client_id = $1', [clientId]);
+      await manager.query('DELETE FROM relayed_tokens WHERE client_id = $1', [clientId]);
+    }
     return revoked.length;
   }
 }
