@@ -124,10 +124,10 @@ export class DeviceVerificationService {
   }
 
   /** Relay mode: the provider's tokens wait for the device's next poll (`handOver` false: the code no longer waited). */
-  async upstreamRelayed(userCode: string, clientName: string, handOver: () => Promise<boolean>, csrfToken: string): Promise<HtmlPage> {
+  async upstreamRelayed(userCode: string, clientName: string, providerName: string, handOver: () => Promise<boolean>, csrfToken: string): Promise<HtmlPage> {
     if (!(await handOver())) return (await this.whyNoLongerPending(userCode, csrfToken)) ?? page(400, codeEntryPage({ csrfToken, error: codeMessages.expired(userCode) }));
     this.metrics.deviceAuthorizations.inc({ event: 'approved' });
-    return page(200, messagePage('Device connected', `${clientName} is now signed in. Return to your device: it will finish by itself.`));
+    return page(200, messagePage('Device connected', `${clientName} is now signed in with your ${providerName} account. Return to your device: it will finish by itself.`));
   }
 
   /** The sign-in was cancelled at the provider: the device's poll is answered access_denied. */

@@ -81,9 +81,9 @@ export class RelayHandOversRepository {
   }
 
   /** The code's sealed answer, taken once (and erased) when the code is this client's, unexpired and its bindings match. */
-  async redeem(code: { codeHash: Buffer; clientId: string; challenge: string | null; redirectUri: string | null }): Promise<WaitingHandOver | undefined> {
+  async redeem(manager: EntityManager, code: { codeHash: Buffer; clientId: string; challenge: string | null; redirectUri: string | null }): Promise<WaitingHandOver | undefined> {
     return this.take(
-      this.dataSource.manager,
+      manager,
       `code_hash = $1 AND client_id = $2 AND code_challenge IS NOT DISTINCT FROM $3 AND ($4::text IS NULL OR redirect_url = $4)`,
       [code.codeHash, code.clientId, code.challenge, code.redirectUri],
     );

@@ -1,4 +1,6 @@
 import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
 import * as oidc from 'openid-client';
 import { randomToken, sha256 } from '../common/crypto/opaque-token.js';
 import { Env, USER_ACCESS_TOKEN_TTL } from '../config/env.js';
@@ -35,6 +37,7 @@ export class RelayService {
     private readonly upstream: UpstreamClients,
     private readonly vault: UpstreamVault,
     private readonly env: Env,
+    @InjectDataSource() private readonly dataSource: DataSource,
   ) {}
 
   /** The helper's link relayed: the device's code now (redirect), or null when polled later; undefined when the link was already used. */
@@ -62,15 +65,17 @@ export class RelayService {
   }
 
   /** The provider's tokens for a relayed code, once; undefined when the code is not a relayed one of this client. */
-  async redeem(code: { codeHash: Buffer; clientId: string; challenge: string | null; redirectUri: string | null }): Promise<RelayedTokenResponse | undefined> {
-    const taken = await this.handOvers.redeem(code);
-    return taken && this.deliver(taken, code.clientId);
+  redeem(code: { codeHash: Buffer; clientId: string; challenge: string | null; redirectUri: string | null }): Promise<RelayedTokenResponse | undefined> {
+    return this.dataSource.transaction(async (manager) => {
+      const taken = await this.handOvers.redeem(manager, code);
+      return taken && this.deliver(manager, taken, code.clientId);
+    });
   }
 
-  /** What a relayed hand-over held, opened and recorded as this client's. */
-  async deliver(taken: WaitingHandOver, clientId: string): Promise<RelayedTokenResponse> {
+  /** What a relayed hand-over held, opened and recorded as this client's in the hand-over's transaction: erased and recorded together. */
+  async deliver(manager: EntityManager, taken: WaitingHandOver, clientId: string): Promise<RelayedTokenResponse> {
     const tokens = JSON.parse(this.vault.open(relayContext(taken.id), taken.tokenResponseSealed)) as oidc.TokenEndpointResponse;
-    return this.answer(tokens, clientId, taken.provider);
+    return this.answer(manager, tokens, clientId, taken.provider);
   }
 
   /**
@@ -86,12 +91,14 @@ export class RelayService {
     if (!provider) throw invalidGrant('the identity provider of this refresh token is no longer registered');
     try {
       const tokens = await this.upstream.call(provider, (configuration) => oidc.refreshTokenGrant(configuration, refreshToken));
-      if (tokens.refresh_token && tokens.refresh_token !== refreshToken) await this.relayed.forget(hash);
-      return await this.answer(tokens, clientId, provider.name, tokens.refresh_token ? undefined : refreshToken);
+      return await this.dataSource.transaction(async (manager) => {
+        if (tokens.refresh_token && tokens.refresh_token !== refreshToken) await this.relayed.forget(manager, hash);
+        return this.answer(manager, tokens, clientId, provider.name, tokens.refresh_token ? undefined : refreshToken);
+      });
     } catch (error) {
       if (!(error instanceof UpstreamFailure)) throw error;
       if (error.kind === 'refused' && error.error === 'invalid_grant') {
-        await this.relayed.forget(hash);
+        await this.relayed.forget(this.dataSource.manager, hash);
         throw invalidGrant('the identity provider refused the refresh token');
       }
       throw new OAuthError('temporarily_unavailable', 'the identity provider could not be reached: try again shortly');
@@ -114,14 +121,15 @@ export class RelayService {
           if (error.kind === 'unreachable') throw new OAuthError('temporarily_unavailable', 'the identity provider could not be reached: try again shortly');
         });
     }
-    await this.relayed.forget(hash);
+    await this.relayed.forget(this.dataSource.manager, hash);
     return true;
   }
 
-  private async answer(tokens: oidc.TokenEndpointResponse, clientId: string, provider: string, keptRefreshToken?: string): Promise<RelayedTokenResponse> {
+  private async answer(manager: EntityManager, tokens: oidc.TokenEndpointResponse, clientId: string, provider: string, keptRefreshToken?: string): Promise<RelayedTokenResponse> {
     const expiresIn = typeof tokens.expires_in === 'number' ? Math.max(0, Math.floor(tokens.expires_in)) : USER_ACCESS_TOKEN_TTL;
     const refreshToken = tokens.refresh_token ?? keptRefreshToken;
     await this.relayed.record(
+      manager,
       [
         { hash: sha256(tokens.access_token), kind: 'access_token', lifetimeSeconds: Math.max(expiresIn, 60) },
         ...(tokens.refresh_token ? [{ hash: sha256(tokens.refresh_token), kind: 'refresh_token' as const, lifetimeSeconds: this.env.REFRESH_TOKEN_TTL }] : []),

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import type { DataSource } from 'typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
 
 export type RelayedKind = 'access_token' | 'refresh_token';
 
@@ -9,9 +9,10 @@ export type RelayedKind = 'access_token' | 'refresh_token';
 export class RelayedTokensRepository {
   constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
 
-  async record(tokens: { hash: Buffer; kind: RelayedKind; lifetimeSeconds: number }[], clientId: string, provider: string): Promise<void> {
+  /** Records what is handed to `clientId`, in the caller's transaction (the hand-over's). */
+  async record(manager: EntityManager, tokens: { hash: Buffer; kind: RelayedKind; lifetimeSeconds: number }[], clientId: string, provider: string): Promise<void> {
     for (const token of tokens) {
-      await this.dataSource.query(
+      await manager.query(
         `INSERT INTO relayed_tokens (token_hash, kind, client_id, provider, expires_at) VALUES ($1, $2, $3, $4, now() + make_interval(secs => $5))
          ON CONFLICT (token_hash) DO NOTHING`,
         [token.hash, token.kind, clientId, provider, token.lifetimeSeconds],
@@ -27,7 +28,7 @@ export class RelayedTokensRepository {
     return row && { kind: row.kind, clientId: row.client_id, provider: row.provider };
   }
 
-  async forget(hash: Buffer): Promise<void> {
-    await this.dataSource.query('DELETE FROM relayed_tokens WHERE token_hash = $1', [hash]);
+  async forget(manager: EntityManager, hash: Buffer): Promise<void> {
+    await manager.query('DELETE FROM relayed_tokens WHERE token_hash = $1', [hash]);
   }
 }

@@ -37,11 +37,15 @@ ${form.deviceHost ? `<p>Your sign-in is sent to the device at <strong>${escapeHt
   );
 }
 
-/** After a sign-in for a device that polls for its code: which application, as whom, and what next. */
-export function signedInPage(view: { clientName: string; username: string }): string {
+/**
+ * After a sign-in for a device that polls for its code: which application, as whom (or, relayed,
+ * with which provider's account: the service never learns the user), and what next.
+ */
+export function signedInPage(view: { clientName: string } & ({ username: string } | { providerName: string })): string {
+  const as = 'username' in view ? `as <strong>${escapeHtml(view.username)}</strong>` : `with your <strong>${escapeHtml(view.providerName)}</strong> account`;
   return pageLayout(
     "You're signed in",
     `<h1>You're signed in</h1>
-<p><strong>${escapeHtml(view.clientName)}</strong> is now signed in as <strong>${escapeHtml(view.username)}</strong>. Return to your device: it will finish signing in by itself.</p>`,
+<p><strong>${escapeHtml(view.clientName)}</strong> is now signed in ${as}. Return to your device: it will finish signing in by itself.</p>`,
   );
 }

@@ -117,7 +117,7 @@ export class LoginService {
     if (code === undefined) return alreadyUsed();
     if (code === null || !redirect) {
       this.approved.add(claims.jti, claims.exp * 1000);
-      return { kind: 'page', status: 200, html: signedInPage({ clientName: client.name, username: providerName }) };
+      return { kind: 'page', status: 200, html: signedInPage({ clientName: client.name, providerName }) };
     }
     redirect.searchParams.append('code', code);
     redirect.searchParams.append('state', state);

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import type { QueryDeepPartialEntity, Repository } from 'typeorm';
-import { conflict, isUniqueViolation, notFound } from '../common/errors/app-error.js';
+import { conflict, invalidInput, isUniqueViolation, notFound } from '../common/errors/app-error.js';
 import { SecurityEvents } from '../common/logging/security-events.js';
 import { validateInput } from '../common/validation/validate-input.js';
 import { SignOutsRepository } from '../token/sign-outs.repository.js';
@@ -62,6 +62,7 @@ export class UsersService {
    */
   async setPassword(username: string, password: string): Promise<SignedOutUser> {
     const user = await this.require(username);
+    if (user.upstreamIssuer) throw invalidInput(`${user.username} signs in through the identity provider ${user.provider}: a password is set there, not here`);
     const dto = await validateInput(NewPasswordDto, { password });
     const changed = await this.changeAndSignOut(user.id, { passwordHash: await hashPassword(dto.password) });
     this.events.emit('user.password_set', { reason: 'cli', username: changed.username, userId: changed.id, revokedGrants: changed.revoked_grants });

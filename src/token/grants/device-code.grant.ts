@@ -51,7 +51,7 @@ export class DeviceCodeGrant implements GrantHandler<UserTokenResponse | Relayed
         // Returned, not thrown: the poll's time (and a grown interval) must commit.
         if (poll.outcome === 'relayed') {
           const taken = await this.handOvers.collect(manager, deviceCodeHash);
-          return taken ? this.relay.deliver(taken, client.id) : new OAuthError(...POLL_ERRORS.invalid);
+          return taken ? this.relay.deliver(manager, taken, client.id) : new OAuthError(...POLL_ERRORS.invalid);
         }
         if (poll.outcome !== 'approved') return new OAuthError(...POLL_ERRORS[poll.outcome]);
         const grant = { clientId: client.id, userId: poll.userId, scope: poll.scope, flow: 'device' as const, upstreamSessionId: poll.upstreamSessionId };
