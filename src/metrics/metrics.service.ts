@@ -38,6 +38,20 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly upstreamSignIns = new Counter({
+    name: 'upstream_sign_ins_total',
+    help: 'Sign-ins that came back from an identity provider, by provider and outcome: signed_in, cancelled, refused (not this browser\'s, used, expired), unreachable, invalid (a check of the answer failed)',
+    labelNames: ['provider', 'outcome'] as const,
+    registers: [this.registry],
+  });
+
+  readonly upstreamRechecks = new Counter({
+    name: 'upstream_rechecks_total',
+    help: 'Re-checks of brokered users at their provider before a refresh, by outcome: confirmed, refused (the grant revoked), unreachable (503)',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
+
   readonly wsConnects = new Counter({ name: 'ws_connections_total', help: 'Stream connections accepted', registers: [this.registry] });
 
   readonly wsCloses = new Counter({

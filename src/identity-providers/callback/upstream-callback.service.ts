@@ -14,6 +14,7 @@ import type { SignInPurpose } from '../upstream-sign-ins.repository.js';
 import { UpstreamVault } from '../upstream-vault.js';
 import { RelayService } from '../relay.service.js';
 import { ClientsService } from '../../clients/clients.service.js';
+import { Metrics } from '../../metrics/metrics.service.js';
 
 /** What GET /sso/callback/NAME answers: a page (the device flow's carries its CSRF cookie), or a redirect. */
 export type CallbackAnswer = { kind: 'page'; page: HtmlPage; deviceForm?: boolean } | { kind: 'redirect'; location: string };
@@ -47,10 +48,13 @@ export class UpstreamCallbackService {
     private readonly events: SecurityEvents,
     private readonly relayed: RelayService,
     private readonly clients: ClientsService,
+    private readonly metrics: Metrics,
   ) {}
 
   async answer(name: string, query: URLSearchParams, browser: string | undefined, csrfToken: string, requester: Requester): Promise<CallbackAnswer> {
     const result = await this.upstream.finish(name, query, browser);
+    const provider = result.provider?.name ?? 'unknown';
+    this.metrics.upstreamSignIns.inc({ provider, outcome: result.outcome === 'failed' ? result.failure.kind : result.outcome.replace('-', '_') });
     switch (result.outcome) {
       case 'refused': {
         this.events.emit('upstream.refused', { reason: result.reason, provider: result.provider?.name ?? name.slice(0, 63) }, requester);

@@ -11,6 +11,7 @@ import { AccessTokens } from '../access-tokens.service.js';
 import { GrantsRepository } from '../grants.repository.js';
 import { invalidGrant, OAuthError } from '../oauth-error.js';
 import { type RelayedTokenResponse, RelayService } from '../../identity-providers/relay.service.js';
+import { Metrics } from '../../metrics/metrics.service.js';
 import { UpstreamRecheck } from '../../identity-providers/upstream-recheck.service.js';
 import { type OAuthParams, requireParam } from '../oauth-params.js';
 import { RefreshTokensRepository } from '../refresh-tokens.repository.js';
@@ -34,6 +35,7 @@ export class RefreshTokenGrant implements GrantHandler<UserTokenResponse | Relay
     private readonly events: SecurityEvents,
     private readonly upstream: UpstreamRecheck,
     private readonly relay: RelayService,
+    private readonly metrics: Metrics,
   ) {}
 
   /**
@@ -45,6 +47,7 @@ export class RefreshTokenGrant implements GrantHandler<UserTokenResponse | Relay
     const grant = await this.refreshTokens.usableGrant(this.dataSource.manager, tokenHash, client.id);
     if (!grant) return;
     const recheck = await this.upstream.check(grant.grant_id);
+    this.metrics.upstreamRechecks.inc({ outcome: recheck.outcome });
     if (recheck.outcome === 'confirmed') return;
     const failed = { provider: recheck.provider, clientId: client.id, userId: grant.user_id, grantId: grant.grant_id };
     if (recheck.outcome === 'unreachable') {
