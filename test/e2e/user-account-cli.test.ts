@@ -74,7 +74,7 @@ describe('user:set-password', () => {
     const newPassword = 'a brand new passphrase';
 
     const run = await runCli(['user:set-password', user.username.toUpperCase()], `${newPassword}\n`);
-    expect(parseSuccess<SignedOutUser>(run)).toEqual({ id: expect.any(String), username: user.username, enabled: true, created_at: expect.any(String), revoked_grants: 1 });
+    expect(parseSuccess<SignedOutUser>(run)).toEqual({ id: expect.any(String), username: user.username, provider: null, enabled: true, created_at: expect.any(String), revoked_grants: 1 });
     expect(run.stdout + run.stderr).not.toContain(newPassword);
 
     expect(await refresh(app, helperClient, tokens.refresh_token)).toMatchObject({ status: 400, body: { error: 'invalid_grant' } });
@@ -134,7 +134,7 @@ describe('user:disable and user:enable', () => {
     const tokens = await issueTokens(app, helperClient, user, { redirectUrl: LOOPBACK_REDIRECT });
     parseSuccess(await runCli(['user:disable', user.username]));
     const enabled = parseSuccess(await runCli(['user:enable', user.username]));
-    expect(enabled).toEqual({ id: expect.any(String), username: user.username, enabled: true, created_at: expect.any(String) });
+    expect(enabled).toEqual({ id: expect.any(String), username: user.username, provider: null, enabled: true, created_at: expect.any(String) });
     expect(await loginPage(user)).toBe('signed in');
     expect(await verificationPage(user)).toBe('signed in');
     expect(await helperRefreshStatus(tokens.refresh_token)).toBe(400);
