@@ -161,7 +161,7 @@ export class UsersService {
 const toView = (user: UserEntity): UserView => ({
   id: user.id,
   username: user.username,
-  provider: user.provider,
+  provider: user.provider ?? null,
   enabled: !user.disabledAt,
   created_at: user.createdAt.toISOString(),
 });
