@@ -21,9 +21,9 @@ export class DeviceVerificationController {
   @ApiOperation({ summary: 'Verification page (HTML): the code form, pre-filled from `?user_code=` (verification_uri_complete)' })
   @ApiQuery({ name: 'user_code', required: false, description: 'pre-fills the code (at most 64 characters; the user still confirms it)' })
   @ApiHtmlResponse(200, 'the code form')
-  show(@Query() query: unknown, @Req() request: FastifyRequest, @Res() reply: FastifyReply) {
+  async show(@Query() query: unknown, @Req() request: FastifyRequest, @Res() reply: FastifyReply) {
     const csrfToken = pageCsrfToken(request, PAGE_PATH);
-    sendDevicePage(request, reply, this.verification.show(query, csrfToken), csrfToken);
+    sendDevicePage(request, reply, await this.verification.show(query, csrfToken), csrfToken);
   }
 
   @Post()

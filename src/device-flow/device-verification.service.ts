@@ -77,10 +77,10 @@ export class DeviceVerificationService {
   ) {}
 
   /** GET: the code form, pre-filled from `verification_uri_complete`; the user still confirms it. */
-  show(query: unknown, csrfToken: string): HtmlPage {
+  show(query: unknown, csrfToken: string): Promise<HtmlPage> {
     const typed = (query as Record<string, unknown> | undefined)?.user_code;
     const userCode = typeof typed === 'string' && typed.length <= 64 && !/\p{Cc}/u.test(typed) ? typed : undefined;
-    return page(200, codeEntryPage({ csrfToken, userCode }));
+    return this.codeForm(200, { csrfToken, userCode });
   }
 
   async submit(body: unknown, csrf: { cookie?: string; fresh: string }, requester: Requester, browser: BrowserBinding): Promise<VerificationOutcome> {
@@ -88,7 +88,7 @@ export class DeviceVerificationService {
     try {
       params = readOAuthParams(body);
     } catch (error) {
-      if (error instanceof OAuthError) return page(400, codeEntryPage({ csrfToken: csrf.fresh, error: codeMessages.malformedForm }));
+      if (error instanceof OAuthError) return this.codeForm(400, { csrfToken: csrf.fresh, error: codeMessages.malformedForm });
       throw error;
     }
     const typed = params.get('user_code');
@@ -96,9 +96,9 @@ export class DeviceVerificationService {
       // Mostly a tab left open while another was used: what became of its code says more than the form's age.
       const found = typed === undefined ? undefined : await this.find(typed, requester.address, csrf.fresh);
       if (found && 'html' in found) return found;
-      return page(403, codeEntryPage({ csrfToken: csrf.fresh, userCode: typed, error: `${csrfRefusal(csrf.cookie)} Please continue again.` }));
+      return this.codeForm(403, { csrfToken: csrf.fresh, userCode: typed, error: `${csrfRefusal(csrf.cookie)} Please continue again.` });
     }
-    if (typed === undefined) return page(400, codeEntryPage({ csrfToken: csrf.fresh, error: codeMessages.missing }));
+    if (typed === undefined) return this.codeForm(400, { csrfToken: csrf.fresh, error: codeMessages.missing });
 
     const found = await this.find(typed, requester.address, csrf.fresh);
     if ('html' in found) return found;
@@ -133,7 +133,7 @@ export class DeviceVerificationService {
   /** The sign-in was cancelled at the provider: the device's poll is answered access_denied. */
   async upstreamCancelled(userCode: string, csrfToken: string): Promise<HtmlPage> {
     const denied = await this.deviceCodes.denyPending(userCode);
-    if (!denied) return (await this.whyNoLongerPending(userCode, csrfToken)) ?? page(400, codeEntryPage({ csrfToken, error: codeMessages.expired(userCode) }));
+    if (!denied) return (await this.whyNoLongerPending(userCode, csrfToken)) ?? this.codeForm(400, { csrfToken, error: codeMessages.expired(userCode) });
     this.metrics.deviceAuthorizations.inc({ event: 'denied' });
     return page(200, messagePage('Sign-in cancelled', 'The device was not connected. It will tell you the sign-in was cancelled; you can close this page.'));
   }
@@ -203,7 +203,7 @@ export class DeviceVerificationService {
   private async find(typed: string, address: string, csrfToken: string): Promise<FoundRequest | HtmlPage> {
     // What was typed stays for the user to correct; a code that has had its use does not invite another try.
     const refuse = (status: number, error: string, retryAfter?: number, keepTyped = true) =>
-      page(status, codeEntryPage({ csrfToken, userCode: keepTyped ? typed : undefined, error }), retryAfter);
+      this.codeForm(status, { csrfToken, userCode: keepTyped ? typed : undefined, error }, retryAfter);
     // What cannot be a code is not a guess at one: refused without a query, and not counted.
     const flaw = userCodeFlaw(typed);
     if (flaw) return refuse(400, flawedCodeMessage(flaw));
@@ -226,7 +226,16 @@ export class DeviceVerificationService {
     const found = await this.deviceCodes.findByUserCode(userCode);
     if (found?.state === 'pending') return null;
     const error = found ? stateMessage(userCode, found) : codeMessages.expired(userCode);
-    return page(400, codeEntryPage({ csrfToken, error }));
+    return this.codeForm(400, { csrfToken, error });
+  }
+
+  /**
+   * The code form. Its submit is answered by a redirect to the provider when the code's client
+   * signs in through one provider only, and Chrome applies form-action to that redirect: the
+   * providers' origins are allowed.
+   */
+  private async codeForm(status: number, view: Parameters<typeof codeEntryPage>[0], retryAfter?: number): Promise<HtmlPage> {
+    return { ...page(status, codeEntryPage(view), retryAfter), formTargets: await this.methods.formTargets() };
   }
 
   private view(found: FoundRequest, csrfToken: string) {

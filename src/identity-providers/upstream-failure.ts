@@ -39,9 +39,9 @@ export class UpstreamFailure extends Error {
     if (error instanceof oidc.AuthorizationResponseError) return UpstreamFailure.refused(error.error);
     if (isNetworkFailure(error)) return UpstreamFailure.unreachable('it did not answer in time or refused the connection');
     const code = (error as { code?: string }).code;
-    const cause = (error as { cause?: { claim?: string; status?: number } }).cause;
+    const cause = (error as { cause?: { status?: number } }).cause;
     if (code === 'OAUTH_RESPONSE_IS_NOT_CONFORM' && (statusOf(cause) ?? 0) >= 500) return UpstreamFailure.unreachable(`it answered HTTP ${statusOf(cause)}`);
-    return UpstreamFailure.invalid(describeCheck(error, code, cause?.claim));
+    return UpstreamFailure.invalid(describeCheck(error, code));
   }
 }
 
@@ -55,18 +55,37 @@ const CLAIM_CHECKS: Record<string, string> = {
   nbf: 'the ID token is not valid yet',
 };
 
-/** What failed, in words fit for a page and a log line: claim names and check names, never values. */
-function describeCheck(error: unknown, code: string | undefined, claim: string | undefined): string {
+/**
+ * What failed, in words fit for a page and a log line: claim names and check names, never values.
+ * openid-client wraps oauth4webapi's error, whose own cause names the claim: the whole chain is read.
+ */
+function describeCheck(error: unknown, code: string | undefined): string {
+  const { claim, messages } = causeChain(error);
   if (claim && CLAIM_CHECKS[claim]) return CLAIM_CHECKS[claim];
-  const message = error instanceof Error ? error.message : String(error);
+  const message = messages[0] ?? String(error);
+  const all = messages.join(' | ');
+  const missing = /JWT "(\w+)" \([^)]*\) claim missing/.exec(all);
+  if (missing) return `the ID token has no "${missing[1]}" claim`;
   if (code === 'OAUTH_KEY_SELECTION_FAILED') return "the ID token is signed with a key the provider's JWKS does not list";
   if (message === 'JWT signature verification failed') return "the ID token's signature does not verify";
   if (code === 'OAUTH_INVALID_SERVER_METADATA' || code === 'OAUTH_JSON_ATTRIBUTE_COMPARISON_FAILED') return `its discovery document is not valid: ${message}`;
   if (code === 'OAUTH_RESPONSE_IS_NOT_JSON' || code === 'OAUTH_RESPONSE_IS_NOT_CONFORM') return 'it did not answer as an OpenID provider does';
-  if (/state/.test(message)) return "the answer's state is not this sign-in's";
-  if (/"iss"/.test(message)) return 'the answer names another issuer (RFC 9207 iss)';
-  if (/id_token/.test(message)) return 'the answer has no valid ID token';
+  if (/state/.test(all)) return "the answer's state is not this sign-in's";
+  if (/"iss"/.test(all)) return 'the answer names another issuer (RFC 9207 iss)';
+  if (/id_token/.test(all)) return 'the answer has no valid ID token';
   return message.replace(/[\r\n]+/g, ' ').slice(0, 200);
+}
+
+/** The first `claim` named along an error's cause chain, and each message on it, outermost first. */
+function causeChain(error: unknown): { claim?: string; messages: string[] } {
+  const messages: string[] = [];
+  let claim: string | undefined;
+  for (let current = error, depth = 0; current !== null && typeof current === 'object' && depth < 5; current = (current as { cause?: unknown }).cause, depth++) {
+    const { claim: named, message } = current as { claim?: unknown; message?: unknown };
+    if (claim === undefined && typeof named === 'string') claim = named;
+    if (typeof message === 'string') messages.push(message);
+  }
+  return { claim, messages };
 }
 
 function statusOf(cause: unknown): number | undefined {

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import * as oidc from 'openid-client';
 import { sha256 } from '../common/crypto/opaque-token.js';
+import { Env } from '../config/env.js';
 import type { IdentityProviderEntity } from './identity-provider.entity.js';
 import { IdentityProvidersService } from './identity-providers.service.js';
 import { UpstreamClients } from './upstream-clients.service.js';
@@ -39,6 +40,7 @@ export class UpstreamSignIn {
     private readonly upstream: UpstreamClients,
     private readonly signIns: UpstreamSignInsRepository,
     private readonly vault: UpstreamVault,
+    private readonly env: Env,
   ) {}
 
   /** Where to send the browser; an UpstreamFailure when the provider's configuration cannot be had. */
@@ -90,6 +92,7 @@ export class UpstreamSignIn {
           expectedNonce: taken.nonce,
           idTokenExpected: true,
         });
+        assertNotIssuedInTheFuture(tokens.claims()!, this.env.IDP_CLOCK_TOLERANCE);
         return { tokens, claims: { ...(await profileClaims(configuration, tokens)), ...tokens.claims()! } };
       });
       return { outcome: 'signed-in', provider, purpose, identity };
@@ -98,6 +101,15 @@ export class UpstreamSignIn {
       throw error;
     }
   }
+}
+
+/**
+ * OpenID Connect Core §3.1.3.7 ¶10: `iat` may be used to refuse tokens issued too far from now;
+ * openid-client checks only `exp` for a code exchange, so an ID token issued later than the clock
+ * tolerance allows is refused here.
+ */
+function assertNotIssuedInTheFuture(claims: oidc.IDToken, toleranceSeconds: number): void {
+  if (claims.iat > Date.now() / 1000 + toleranceSeconds) throw UpstreamFailure.invalid('the ID token was issued in the future');
 }
 
 /**
