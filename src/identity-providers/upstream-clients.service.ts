@@ -101,7 +101,10 @@ export class UpstreamClients {
     }
     const metadata = found.serverMetadata();
     const configuration = new oidc.Configuration(metadata, clientId, { [oidc.clockTolerance]: this.env.IDP_CLOCK_TOLERANCE }, secret === null ? oidc.None() : clientAuthentication(metadata, secret));
-    configuration.timeout = options.timeout;
+    // Bounded by boundedFetch alone: openid-client's own timeout gives each call a new AbortSignal,
+    // and oauth4webapi shares a pending JWKS request only with calls of the same signal, so
+    // sign-ins hitting an unknown kid together would each fetch the JWKS (no single flight).
+    configuration.timeout = 0;
     configuration[oidc.customFetch] = boundedFetch;
     if (insecure) oidc.allowInsecureRequests(configuration);
     // openid-client would trust the TLS channel for the ID token of a code exchange (OpenID Connect

@@ -35,6 +35,8 @@ export interface ForgingProvider {
   /** Signs from now on with a new key, published beside the old one (a provider's key rotation). */
   rotateKey(): Promise<void>;
   jwksRequests(): number;
+  /** JWKS requests are counted as they arrive but answered only once the returned function is called. */
+  holdJwks(): () => void;
   tokenRequests(): number;
   close(): Promise<void>;
 }
@@ -72,6 +74,7 @@ export async function startForgingProvider(options: { issInAuthorizationResponse
   const codes = new Map<string, { clientId: string; nonce: string | null }>();
   let next: ForgedAnswer = {};
   let jwksCount = 0;
+  let jwksHeld: Promise<void> | undefined;
   let tokenCount = 0;
 
   const discovery = {
@@ -147,7 +150,8 @@ export async function startForgingProvider(options: { issInAuthorizationResponse
     if (route === 'GET /.well-known/openid-configuration') return sendJson(response, 200, discovery);
     if (route === 'GET /jwks') {
       jwksCount += 1;
-      return sendJson(response, 200, { keys: published.map((key) => key.publicJwk) });
+      const answer = () => sendJson(response, 200, { keys: published.map((key) => key.publicJwk) });
+      return void (jwksHeld ? jwksHeld.then(answer) : answer());
     }
     if (route === 'GET /authorize') return authorize(url, response);
     if (route === 'POST /token') {
@@ -165,6 +169,14 @@ export async function startForgingProvider(options: { issInAuthorizationResponse
       published.push(await newSigningKey());
     },
     jwksRequests: () => jwksCount,
+    holdJwks() {
+      let release!: () => void;
+      jwksHeld = new Promise((resolve) => (release = resolve));
+      return () => {
+        jwksHeld = undefined;
+        release();
+      };
+    },
     tokenRequests: () => tokenCount,
     close: () =>
       new Promise<void>((resolve) => {
