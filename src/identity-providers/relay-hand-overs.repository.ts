@@ -10,6 +10,9 @@ export interface WaitingHandOver {
   id: string;
   provider: string;
   tokenResponseSealed: Buffer;
+  /** The bindings of a helper code: the PKCE challenge and redirect URL of its sign-in link. */
+  codeChallenge: string | null;
+  redirectUrl: string | null;
 }
 
 export const relayContext = (id: string) => `relay:${id}`;
@@ -80,13 +83,13 @@ export class RelayHandOversRepository {
     return affected === 1;
   }
 
-  /** The code's sealed answer, taken once (and erased) when the code is this client's, unexpired and its bindings match. */
-  async redeem(manager: EntityManager, code: { codeHash: Buffer; clientId: string; challenge: string | null; redirectUri: string | null }): Promise<WaitingHandOver | undefined> {
-    return this.take(
-      manager,
-      `code_hash = $1 AND client_id = $2 AND code_challenge IS NOT DISTINCT FROM $3 AND ($4::text IS NULL OR redirect_url = $4)`,
-      [code.codeHash, code.clientId, code.challenge, code.redirectUri],
-    );
+  /**
+   * The code's sealed answer, taken once (and erased) when the code is this client's and
+   * unexpired; the caller checks its bindings, and a mismatch has spent it all the same, as a
+   * failed check spends the service's own codes.
+   */
+  redeem(manager: EntityManager, codeHash: Buffer, clientId: string): Promise<WaitingHandOver | undefined> {
+    return this.take(manager, 'code_hash = $1 AND client_id = $2', [codeHash, clientId]);
   }
 
   /** A relayed device code's sealed answer, taken once, in the poll's transaction. */
@@ -95,14 +98,14 @@ export class RelayHandOversRepository {
   }
 
   private async take(manager: EntityManager, where: string, params: unknown[]): Promise<WaitingHandOver | undefined> {
-    const [row]: { id: string; provider: string; token_response_sealed: Buffer }[] = await manager.query(
+    const [row]: { id: string; provider: string; token_response_sealed: Buffer; code_challenge: string | null; redirect_url: string | null }[] = await manager.query(
       `WITH waiting AS (
-         SELECT id, provider, token_response_sealed FROM relay_hand_overs
+         SELECT id, provider, token_response_sealed, code_challenge, redirect_url FROM relay_hand_overs
          WHERE ${where} AND handed_over_at IS NULL AND expires_at > now() FOR UPDATE),
        taken AS (UPDATE relay_hand_overs h SET handed_over_at = now(), token_response_sealed = NULL FROM waiting w WHERE h.id = w.id)
-       SELECT id, provider, token_response_sealed FROM waiting`,
+       SELECT id, provider, token_response_sealed, code_challenge, redirect_url FROM waiting`,
       params,
     );
-    return row && { id: row.id, provider: row.provider, tokenResponseSealed: row.token_response_sealed };
+    return row && { id: row.id, provider: row.provider, tokenResponseSealed: row.token_response_sealed, codeChallenge: row.code_challenge, redirectUrl: row.redirect_url };
   }
 }

@@ -65,11 +65,16 @@ export class RelayService {
   }
 
   /** The provider's tokens for a relayed code, once; undefined when the code is not a relayed one of this client. */
-  redeem(code: { codeHash: Buffer; clientId: string; challenge: string | null; redirectUri: string | null }): Promise<RelayedTokenResponse | undefined> {
-    return this.dataSource.transaction(async (manager) => {
-      const taken = await this.handOvers.redeem(manager, code);
-      return taken && this.deliver(manager, taken, code.clientId);
+  async redeem(code: { codeHash: Buffer; clientId: string; challenge: string | null; redirectUri: string | null }): Promise<RelayedTokenResponse | undefined> {
+    const outcome = await this.dataSource.transaction(async (manager) => {
+      const taken = await this.handOvers.redeem(manager, code.codeHash, code.clientId);
+      if (!taken) return undefined;
+      // Spent either way: a code presented with the wrong verifier or redirect URL may have been stolen.
+      if (taken.codeChallenge !== code.challenge || (code.redirectUri !== null && code.redirectUri !== taken.redirectUrl)) return 'mismatch' as const;
+      return this.deliver(manager, taken, code.clientId);
     });
+    if (outcome === 'mismatch') throw invalidGrant('the code_verifier or redirect_uri does not match the authorization request');
+    return outcome;
   }
 
   /** What a relayed hand-over held, opened and recorded as this client's in the hand-over's transaction: erased and recorded together. */

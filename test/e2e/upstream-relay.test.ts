@@ -55,17 +55,23 @@ async function within<T>(promise: Promise<T>, ms: number, message: string): Prom
 /** A device's own callback server on 127.0.0.1: where the browser lands with the code. */
 async function startDeviceCallback() {
   const port = await freePort();
-  let arrived!: (url: URL) => void;
-  const landing = new Promise<URL>((resolve) => (arrived = resolve));
+  const arrivals: URL[] = [];
+  let taken = 0;
   const server = createServer((request, response) => {
-    arrived(new URL(request.url!, `http://127.0.0.1:${port}`));
+    const url = new URL(request.url!, `http://127.0.0.1:${port}`);
+    // The browser asks for an icon too: only the redirect is the device's answer.
+    if (url.pathname !== '/favicon.ico') arrivals.push(url);
     response.writeHead(200, { 'content-type': 'text/html' }).end('<h1>Device got the answer</h1>');
   });
   server.listen(port, '127.0.0.1');
   await once(server, 'listening');
   return {
     url: `http://127.0.0.1:${port}/callback`,
-    landing,
+    /** The next arrival not yet taken (each call takes one). */
+    landing: async () => {
+      while (arrivals.length <= taken) await new Promise((resolve) => setTimeout(resolve, 20));
+      return arrivals[taken++];
+    },
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }
@@ -194,39 +200,38 @@ describe('relay mode through a real identity provider', () => {
 
   it('sends the browser to the device’s redirect_url with code and state, and hands over only for the PKCE verifier', async () => {
     const device = await startDeviceCallback();
-    try {
-      const { verifier, challenge } = pkcePair();
-      secrets.add(verifier);
+    /** A sign-in through the provider for a device waiting at its redirect_url with a PKCE challenge: the code it receives. */
+    const codeAtDevice = async (challenge: string) => {
       const config = await issueState(app, redirectingClient.id, { redirect_url: device.url, code_challenge: challenge, code_challenge_method: 'S256' });
       const landed = await inBrowser(async (page) => {
         await page.goto(config.authorize_url);
         await signInAtUpstream(page, { username: ALICE.preferred_username, password: ALICE.password });
-        const url = await within(device.landing, 5000, 'the browser never reached the device');
+        const url = await within(device.landing(), 5000, 'the browser never reached the device');
         await expect.poll(() => page.url(), { timeout: 5000 }).toBe(url.href);
         return url;
       });
       expect(`${landed.origin}${landed.pathname}`).toBe(device.url);
       expect(landed.searchParams.get('state')).toBe(config.state);
-      const code = landed.searchParams.get('code')!;
-      expect(code).toBeTruthy();
-
-      for (const attempt of [{}, { code_verifier: pkcePair().verifier }] as Record<string, string>[]) {
-        const refused = await token(redirectingClient, { grant_type: 'authorization_code', code, ...attempt });
-        expect(refused).toMatchObject({ status: 400, body: { error: 'invalid_grant' } });
-        expect(refused.body).not.toHaveProperty('access_token');
-      }
-      // Nothing was handed over by the refused attempts.
-      const [waiting] = await query<{ handed_over: boolean; sealed: boolean }>(
-        app.databaseUrl,
-        'SELECT handed_over_at IS NOT NULL AS handed_over, token_response_sealed IS NOT NULL AS sealed FROM relay_hand_overs WHERE code_hash = $1',
-        [storedHash(code)],
-      );
-      expect(waiting).toEqual({ handed_over: false, sealed: true });
-
-      const exchanged = await token(redirectingClient, { grant_type: 'authorization_code', code, code_verifier: verifier });
+      return landed.searchParams.get('code')!;
+    };
+    try {
+      const { verifier, challenge } = pkcePair();
+      secrets.add(verifier);
+      const exchanged = await token(redirectingClient, { grant_type: 'authorization_code', code: await codeAtDevice(challenge), code_verifier: verifier });
       expect(exchanged.status).toBe(200);
       expectRelayedShape(exchanged.body);
       expect((await atProvider(exchanged.body.access_token as string)).status).toBe(200);
+
+      // Presented without its verifier, or with another, a code is refused and spent: it may have been stolen.
+      for (const attempt of [{}, { code_verifier: pkcePair().verifier }] as Record<string, string>[]) {
+        const code = await codeAtDevice(challenge);
+        const refused = await token(redirectingClient, { grant_type: 'authorization_code', code, ...attempt });
+        expect(refused).toMatchObject({ status: 400, body: { error: 'invalid_grant' } });
+        expect(refused.body).not.toHaveProperty('access_token');
+        const [spent] = await query<{ sealed: boolean }>(app.databaseUrl, 'SELECT token_response_sealed IS NOT NULL AS sealed FROM relay_hand_overs WHERE code_hash = $1', [storedHash(code)]);
+        expect(spent).toEqual({ sealed: false });
+        expect((await token(redirectingClient, { grant_type: 'authorization_code', code, code_verifier: verifier })).status).toBe(400);
+      }
     } finally {
       await device.close();
     }
