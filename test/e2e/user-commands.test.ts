@@ -30,7 +30,7 @@ describe('user:list and user:unlock', () => {
     const users = JSON.parse(run.stdout) as Record<string, string>[];
     expect(users.map((user) => user.username)).toEqual(expect.arrayContaining([alice.username, bob.username]));
     expect(users.findIndex((user) => user.username === alice.username)).toBeLessThan(users.findIndex((user) => user.username === bob.username));
-    for (const user of users) expect(Object.keys(user).sort()).toEqual(['created_at', 'enabled', 'id', 'username']);
+    for (const user of users) expect(Object.keys(user).sort()).toEqual(['created_at', 'enabled', 'id', 'provider', 'username']);
     expect(run.stdout).not.toMatch(/argon2|password/i);
   });
 

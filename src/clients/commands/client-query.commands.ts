@@ -9,7 +9,7 @@ export class ClientListCommand extends CommandRunner {
   }
 
   async run(): Promise<void> {
-    printJson(await this.clients.list(), ['client_id', 'name', 'enabled', 'grants', 'scopes', 'redirect_patterns']);
+    printJson(await this.clients.list(), ['client_id', 'name', 'enabled', 'grants', 'scopes', 'redirect_patterns', 'sign_in_methods']);
   }
 }
 
