@@ -150,7 +150,8 @@ export class UsersService {
 const toView = (user: UserEntity): UserView => ({
   id: user.id,
   username: user.username,
-  provider: user.provider,
+  // A user just created by user:create has no provider field yet: a local user.
+  provider: user.provider ?? null,
   enabled: !user.disabledAt,
   created_at: user.createdAt.toISOString(),
 });

@@ -491,7 +491,7 @@ describe('--format', () => {
       for (const line of run.stdout.trimEnd().split('\n')) expect(line.length, `${args[0]}: ${line}`).toBeLessThanOrEqual(100);
     }
     const table = (await runCli(['client:list', '--format', 'table'])).stdout;
-    expect(table.split('\n')[0].split(/\s{2,}/)).toEqual(['client_id', 'name', 'enabled', 'grants', 'scopes', 'redirect_patterns', 'sign_in_methods']);
+    expect(table.split('\n')[0].split(/\s{2,}/)).toEqual(['client_id', 'name', 'enabled', 'grants', 'scopes', 'redirect_patterns']);
     expect(table).toMatch(new RegExp(`^${long.client_id}  Long n+… .*…$`, 'm'));
     const listed = parseSuccess<ClientView[]>(await runCli(['client:list'])).find((client) => client.client_id === long.client_id);
     expect(listed?.redirect_patterns).toEqual(redirects);

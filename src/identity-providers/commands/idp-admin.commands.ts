@@ -1,6 +1,7 @@
 import { Command, CommandRunner } from 'nest-commander';
 import { printJson } from '../../common/cli/output.js';
 import { IdentityProvidersService } from '../identity-providers.service.js';
+import { UpstreamVault } from '../upstream-vault.js';
 import { readClientSecret } from './read-client-secret.js';
 
 @Command({
@@ -9,14 +10,17 @@ import { readClientSecret } from './read-client-secret.js';
   description: "replace a provider's client secret, read from stdin (an empty line: none, a public client)",
 })
 export class IdpRotateSecretCommand extends CommandRunner {
-  constructor(private readonly providers: IdentityProvidersService) {
+  constructor(
+    private readonly providers: IdentityProvidersService,
+    private readonly vault: UpstreamVault,
+  ) {
     super();
   }
 
   async run([name]: string[]): Promise<void> {
     // An unknown provider fails before anyone types a secret for it.
     await this.providers.show(name);
-    printJson(await this.providers.rotateSecret(name, await readClientSecret()));
+    printJson(await this.providers.rotateSecret(name, await readClientSecret(this.vault)));
   }
 }
 

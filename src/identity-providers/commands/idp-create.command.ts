@@ -3,6 +3,7 @@ import { collect, printJson } from '../../common/cli/output.js';
 import { DEFAULT_IDP_SCOPES } from '../dto/identity-provider-input.dto.js';
 import { IDP_MODES } from '../identity-provider.entity.js';
 import { IdentityProvidersService } from '../identity-providers.service.js';
+import { UpstreamVault } from '../upstream-vault.js';
 import { readClientSecret } from './read-client-secret.js';
 
 interface Options {
@@ -19,13 +20,16 @@ interface Options {
   description: "register the portal's OpenID Connect provider once its discovery document checks out; its client secret is read from stdin (an empty line: a public client)",
 })
 export class IdpCreateCommand extends CommandRunner {
-  constructor(private readonly providers: IdentityProvidersService) {
+  constructor(
+    private readonly providers: IdentityProvidersService,
+    private readonly vault: UpstreamVault,
+  ) {
     super();
   }
 
   async run(_args: string[], options: Options): Promise<void> {
     // Commander has checked the required options: a missing one fails before the secret is asked for.
-    const secret = await readClientSecret();
+    const secret = await readClientSecret(this.vault);
     printJson(
       await this.providers.create(
         { name: options.name, issuer: options.issuer, clientId: options.clientId, displayName: options.displayName, scopes: options.scope, mode: options.mode },
