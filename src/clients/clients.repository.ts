@@ -13,7 +13,7 @@ export const CLIENT_CHANGED_CHANNEL = 'vc_client_changed';
 const CACHE_TTL_MS = 30_000;
 
 /** What an operator may change on a client. */
-type ClientChanges = Pick<ClientEntity, 'name' | 'grants' | 'redirectPatterns' | 'scopes' | 'scopeDescriptions' | 'enabled' | 'secretHash' | 'previousSecretHash' | 'previousSecretExpiresAt'>;
+type ClientChanges = Pick<ClientEntity, 'name' | 'grants' | 'redirectPatterns' | 'scopes' | 'scopeDescriptions' | 'signIn' | 'enabled' | 'secretHash' | 'previousSecretHash' | 'previousSecretExpiresAt'>;
 
 /** Tells every process, when the transaction commits, to drop its copy of the client. */
 const notifyChanged = (manager: EntityManager, id: string) => manager.query('SELECT pg_notify($1, $2)', [CLIENT_CHANGED_CHANNEL, id]);

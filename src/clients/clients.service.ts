@@ -5,6 +5,7 @@ import { invalidInput, notFound } from '../common/errors/app-error.js';
 import { validateInput } from '../common/validation/validate-input.js';
 import { Env } from '../config/env.js';
 import { LOCAL_SIGN_IN } from '../identity-providers/identity-provider.entity.js';
+import { IdentityProvidersService } from '../identity-providers/identity-providers.service.js';
 import { SignOutsRepository } from '../token/sign-outs.repository.js';
 import type { ClientEntity } from './client.entity.js';
 import { generateClientId, generateClientSecret, hashClientSecret, secretMatchesHash } from './client-secret.js';
@@ -26,6 +27,8 @@ export interface ClientView {
   scopes: string[];
   /** What the approval page shows for each scope instead of its name. */
   scope_descriptions: Record<string, string>;
+  /** How its users sign in: `local` and/or identity provider names. */
+  sign_in_methods: string[];
   enabled: boolean;
   created_at: string;
   updated_at: string;
@@ -40,6 +43,8 @@ export interface ClientUpdate {
   scopes?: string[];
   /** Set for each scope named, removed for each one given null; others keep theirs. */
   scopeDescriptions?: Record<string, string | null>;
+  /** `local` and/or registered identity provider names. */
+  signIn?: string[];
 }
 
 /** What client:delete reports. */
@@ -58,6 +63,7 @@ export class ClientsService {
     private readonly clients: ClientsRepository,
     private readonly env: Env,
     private readonly signOuts: SignOutsRepository,
+    private readonly identityProviders: IdentityProvidersService,
     @InjectDataSource() private readonly dataSource: DataSource,
   ) {}
 
@@ -70,7 +76,7 @@ export class ClientsService {
   /** A new client's settings, defaulted and checked by the rules of create; throws invalid_input. */
   async checkNew(input: NewClientInput): Promise<CreateClientDto> {
     const grants = input.grants?.length ? input.grants : [...DEFAULT_GRANTS];
-    return validateInput(CreateClientDto, {
+    const dto = await validateInput(CreateClientDto, {
       name: input.name,
       grants,
       redirectPatterns: input.redirectPatterns ?? [],
@@ -79,6 +85,8 @@ export class ClientsService {
       scopeDescriptions: input.scopeDescriptions ?? {},
       signIn: input.signIn?.length ? input.signIn : [LOCAL_SIGN_IN],
     });
+    await this.identityProviders.checkSignInMethods(dto.signIn);
+    return dto;
   }
 
   /** Registers every client (checked by checkNew) in one transaction: all of them, or none. */
@@ -140,14 +148,16 @@ export class ClientsService {
    */
   async update(id: string, update: ClientUpdate): Promise<ClientView> {
     const { scopeDescriptions, ...given } = Object.fromEntries(Object.entries(update).filter(([, value]) => value !== undefined)) as ClientUpdate;
-    if (Object.keys(given).length === 0 && !scopeDescriptions) throw invalidInput('nothing to change: give --name, --grant, --redirect, --scope or --scope-description');
+    if (Object.keys(given).length === 0 && !scopeDescriptions) throw invalidInput('nothing to change: give --name, --grant, --redirect, --scope, --scope-description or --sign-in');
     if (given.grants?.length === 0) throw invalidInput('a client needs at least one grant');
     const dto = await validateInput(CreateClientDto, given, { whitelist: true, forbidNonWhitelisted: true, skipMissingProperties: true });
+    if (given.signIn) await this.identityProviders.checkSignInMethods(dto.signIn);
     const client = await this.clients.update(id, {
       ...(given.name !== undefined ? { name: dto.name } : {}),
       ...(given.grants ? { grants: dto.grants } : {}),
       ...(given.redirectPatterns ? { redirectPatterns: dto.redirectPatterns } : {}),
       ...(given.scopes ? { scopes: dto.scopes } : {}),
+      ...(given.signIn ? { signIn: dto.signIn } : {}),
       ...(scopeDescriptions || given.scopes ? { scopeDescriptions: await this.describedScopes(id, scopeDescriptions ?? {}, given.scopes) } : {}),
     });
     if (!client) throw notFound(`no client with id "${id}"`);
@@ -226,6 +236,7 @@ function toView(client: ClientEntity): ClientView {
     redirect_patterns: client.redirectPatterns,
     scopes: client.scopes,
     scope_descriptions: client.scopeDescriptions,
+    sign_in_methods: client.signIn,
     enabled: client.enabled,
     created_at: client.createdAt.toISOString(),
     updated_at: client.updatedAt.toISOString(),

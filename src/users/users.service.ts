@@ -161,6 +161,7 @@ export class UsersService {
 const toView = (user: UserEntity): UserView => ({
   id: user.id,
   username: user.username,
+  // A user just created by user:create has no provider field yet: a local user.
   provider: user.provider ?? null,
   enabled: !user.disabledAt,
   created_at: user.createdAt.toISOString(),

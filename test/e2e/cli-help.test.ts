@@ -41,7 +41,7 @@ describe.each([
     const run = await runCli(['--help'], { cwd, env: env() });
     expect(run, run.stderr).toMatchObject({ code: 0, stderr: '' });
     expect(run.stdout).toMatch(/^Usage: voyage-connect \[options\] \[command\]/);
-    for (const command of ['client:create', 'user:create', 'grants:list', 'keys:rotate', 'notification:publish']) expect(run.stdout).toContain(command);
+    for (const command of ['client:create', 'user:create', 'grants:list', 'idp:create', 'keys:rotate', 'notification:publish']) expect(run.stdout).toContain(command);
   }, 180_000);
 
   it('COMMAND --help and help COMMAND print that command\'s options and exit 0', async () => {

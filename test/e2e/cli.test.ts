@@ -27,6 +27,7 @@ const CLIENT_VIEW_KEYS = [
   'redirect_patterns',
   'scope_descriptions',
   'scopes',
+  'sign_in_methods',
   'updated_at',
 ].sort();
 
@@ -121,6 +122,7 @@ describe('client:create', () => {
       updated_at: expect.stringMatching(ISO_TIMESTAMP),
       previous_secret_expires_at: null,
       scope_descriptions: {},
+      sign_in_methods: ['local'],
     });
     expect(alpha.client_id.length).toBeGreaterThan(0);
     expect(alphaRun.stderr).not.toContain(alpha.client_secret);
@@ -140,6 +142,7 @@ describe('client:create', () => {
       updated_at: expect.stringMatching(ISO_TIMESTAMP),
       previous_secret_expires_at: null,
       scope_descriptions: {},
+      sign_in_methods: ['local'],
     });
     expect(beta.client_id).not.toBe(alpha.client_id);
     expect(beta.client_secret).not.toBe(alpha.client_secret);
@@ -297,10 +300,11 @@ describe('user:create', () => {
   it('reads the password from stdin, prints {id, username, created_at} and stores an argon2id hash', async () => {
     const run = await runCli(['user:create', '--username', 'alice'], { stdin: `${PASSWORD}\n` });
     const user = parseSuccess<{ id: string; username: string; enabled: boolean; created_at: string }>(run);
-    expect(Object.keys(user).sort()).toEqual(['created_at', 'enabled', 'id', 'username']);
+    expect(Object.keys(user).sort()).toEqual(['created_at', 'enabled', 'id', 'provider', 'username']);
     expect(user).toEqual({
       id: expect.stringMatching(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/),
       username: 'alice',
+      provider: null,
       enabled: true,
       created_at: expect.stringMatching(ISO_TIMESTAMP),
     });

@@ -3,6 +3,7 @@ import { readJsonLines } from '../../common/cli/json-lines.js';
 import { optionsFromRecord } from '../../common/cli/options-from-record.js';
 import { collect, printJson } from '../../common/cli/output.js';
 import { AppError, conflict, invalidInput } from '../../common/errors/app-error.js';
+import { LOCAL_SIGN_IN } from '../../identity-providers/identity-provider.entity.js';
 import { DEVICE_CODE_GRANT, resolveGrantAlias } from '../client.entity.js';
 import { ClientsService, DEFAULT_GRANTS, type NewClientInput } from '../clients.service.js';
 import type { CreateClientDto } from '../dto/create-client.dto.js';
@@ -14,6 +15,7 @@ interface Options {
   redirect?: string[];
   scope?: string[];
   scopeDescription?: string[];
+  signIn?: string[];
   file?: string;
 }
 
@@ -94,6 +96,11 @@ export class ClientCreateCommand extends CommandRunner {
     return collect(value, previous);
   }
 
+  @Option({ flags: '--sign-in <method>', description: `how its users sign in, repeatable: ${LOCAL_SIGN_IN} (portal users with a password) or an identity provider's name (default: ${LOCAL_SIGN_IN})` })
+  parseSignIn(value: string, previous?: string[]) {
+    return collect(value, previous);
+  }
+
   @Option({
     flags: '--file <path>',
     description: 'many clients, one JSON object per line with the options as fields ({"name": "…", "grant": ["…"]}); - reads stdin',
@@ -110,4 +117,5 @@ const toInput = (options: Options): NewClientInput => ({
   redirectPatterns: options.redirect,
   scopes: options.scope,
   scopeDescriptions: scopeDescriptionsOption(options.scopeDescription),
+  signIn: options.signIn,
 });

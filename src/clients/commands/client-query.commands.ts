@@ -1,6 +1,9 @@
 import { Command, CommandRunner } from 'nest-commander';
 import { printJson } from '../../common/cli/output.js';
+import { LOCAL_SIGN_IN } from '../../identity-providers/identity-provider.entity.js';
 import { ClientsService } from '../clients.service.js';
+
+const LIST_COLUMNS = ['client_id', 'name', 'enabled', 'grants', 'scopes', 'redirect_patterns'];
 
 @Command({ name: 'client:list', description: 'list registered clients (never their secrets)' })
 export class ClientListCommand extends CommandRunner {
@@ -9,7 +12,10 @@ export class ClientListCommand extends CommandRunner {
   }
 
   async run(): Promise<void> {
-    printJson(await this.clients.list(), ['client_id', 'name', 'enabled', 'grants', 'scopes', 'redirect_patterns']);
+    const clients = await this.clients.list();
+    // Only when some client signs in through a provider: a column of "local" on every row would say nothing, and cut the names short.
+    const throughProviders = clients.some((client) => client.sign_in_methods.some((method) => method !== LOCAL_SIGN_IN));
+    printJson(clients, throughProviders ? [...LIST_COLUMNS, 'sign_in_methods'] : LIST_COLUMNS);
   }
 }
 

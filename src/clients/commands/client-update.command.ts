@@ -1,6 +1,7 @@
 import { Command, CommandRunner, Option } from 'nest-commander';
 import { collect, printJson } from '../../common/cli/output.js';
 import { invalidInput } from '../../common/errors/app-error.js';
+import { LOCAL_SIGN_IN } from '../../identity-providers/identity-provider.entity.js';
 import { DEVICE_CODE_GRANT, resolveGrantAlias } from '../client.entity.js';
 import { ClientsService } from '../clients.service.js';
 import { SCOPE_DESCRIPTION_FLAGS, scopeDescriptionsOption } from './scope-description-option.js';
@@ -11,6 +12,7 @@ interface Options {
   redirect?: string[];
   scope?: string[];
   scopeDescription?: string[];
+  signIn?: string[];
   clearRedirects?: boolean;
   clearScopes?: boolean;
 }
@@ -18,7 +20,7 @@ interface Options {
 @Command({
   name: 'client:update',
   arguments: '<id>',
-  description: 'change a client: a list given (--grant, --redirect, --scope) replaces the stored one; what is taken away is refused at once',
+  description: 'change a client: a list given (--grant, --redirect, --scope, --sign-in) replaces the stored one; what is taken away is refused at once',
 })
 export class ClientUpdateCommand extends CommandRunner {
   constructor(private readonly clients: ClientsService) {
@@ -33,6 +35,7 @@ export class ClientUpdateCommand extends CommandRunner {
         redirectPatterns: listOrCleared(options.redirect, options.clearRedirects, 'redirect'),
         scopes: listOrCleared(options.scope, options.clearScopes, 'scope'),
         scopeDescriptions: scopeDescriptionsOption(options.scopeDescription, true),
+        signIn: options.signIn,
       }),
     );
   }
@@ -62,6 +65,11 @@ export class ClientUpdateCommand extends CommandRunner {
     description: 'what the approval page shows for a scope instead of its name, repeatable; other scopes keep theirs; SCOPE= (empty) removes it',
   })
   parseScopeDescription(value: string, previous?: string[]) {
+    return collect(value, previous);
+  }
+
+  @Option({ flags: '--sign-in <method>', description: `how its users sign in, repeatable: ${LOCAL_SIGN_IN} or an identity provider's name; replaces the methods` })
+  parseSignIn(value: string, previous?: string[]) {
     return collect(value, previous);
   }
 
