@@ -151,7 +151,7 @@ export class IdentityProvidersService {
     try {
       await this.upstream.check(issuer, clientId, secret);
     } catch (error) {
-      if (error instanceof UpstreamFailure) throw invalidInput(`the discovery document of ${issuer} could not be used: ${error.message}`);
+      if (error instanceof UpstreamFailure) throw invalidInput(`the discovery document ${issuer.replace(/\/$/, '')}/.well-known/openid-configuration could not be used: ${error.message}`);
       throw error;
     }
   }

@@ -44,6 +44,8 @@ export class UpstreamClients {
   async check(issuer: string, clientId: string, secret: string | null): Promise<oidc.ServerMetadata> {
     const configuration = await this.discover(issuer, clientId, secret);
     const metadata = configuration.serverMetadata();
+    // Exactly as typed: users are linked by it, and a trailing slash makes another issuer (OpenID Connect Discovery §4.3).
+    if (metadata.issuer !== issuer) throw UpstreamFailure.invalid(`its discovery document names the issuer ${metadata.issuer}, not ${issuer} as given`);
     if (!metadata.authorization_endpoint || !metadata.token_endpoint) throw UpstreamFailure.invalid('its discovery document has no authorization or token endpoint');
     if (!metadata.jwks_uri) throw UpstreamFailure.invalid('its discovery document has no jwks_uri, so its ID tokens cannot be checked');
     const challenges = metadata.code_challenge_methods_supported;

@@ -68,8 +68,13 @@ function describeCheck(error: unknown, code: string | undefined): string {
   if (missing) return `the ID token has no "${missing[1]}" claim`;
   if (code === 'OAUTH_KEY_SELECTION_FAILED') return "the ID token is signed with a key the provider's JWKS does not list";
   if (message === 'JWT signature verification failed') return "the ID token's signature does not verify";
-  if (code === 'OAUTH_INVALID_SERVER_METADATA' || code === 'OAUTH_JSON_ATTRIBUTE_COMPARISON_FAILED') return `its discovery document is not valid: ${message}`;
-  if (code === 'OAUTH_RESPONSE_IS_NOT_JSON' || code === 'OAUTH_RESPONSE_IS_NOT_CONFORM') return 'it did not answer as an OpenID provider does';
+  if (code === 'OAUTH_JSON_ATTRIBUTE_COMPARISON_FAILED') {
+    const named = (error as { cause?: { body?: { issuer?: unknown } } }).cause?.body?.issuer;
+    return typeof named === 'string' ? `its discovery document names another issuer: ${named.slice(0, 200)}` : 'its discovery document names another issuer';
+  }
+  if (code === 'OAUTH_INVALID_SERVER_METADATA') return `its discovery document is not valid: ${message}`;
+  if (code === 'OAUTH_RESPONSE_IS_NOT_CONFORM') return `it answered HTTP ${statusOf((error as { cause?: unknown }).cause) ?? '(no status)'} where an OpenID provider answers 200`;
+  if (code === 'OAUTH_RESPONSE_IS_NOT_JSON') return 'it did not answer JSON, as an OpenID provider does';
   if (/state/.test(all)) return "the answer's state is not this sign-in's";
   if (/"iss"/.test(all)) return 'the answer names another issuer (RFC 9207 iss)';
   if (/id_token/.test(all)) return 'the answer has no valid ID token';

@@ -104,10 +104,15 @@ describe('idp:create', () => {
   it('exits 1 with the reason and registers nothing when the discovery fails: nothing listening, another issuer, no document', async () => {
     const closedPort = await freePort();
     const failures: [string, RegExp][] = [
-      [`http://127.0.0.1:${closedPort}`, /^error: the discovery document of http:\/\/127\.0\.0\.1:\d+ could not be used: it did not answer in time or refused the connection\n$/],
+      [
+        `http://127.0.0.1:${closedPort}`,
+        /^error: the discovery document http:\/\/127\.0\.0\.1:\d+\/\.well-known\/openid-configuration could not be used: it did not answer in time or refused the connection\n$/,
+      ],
       // The document is found (localhost is the provider's address too), but it names http://127.0.0.1:PORT.
-      [`http://localhost:${upstream.port}`, /of http:\/\/localhost:\d+ could not be used: its discovery document is not valid: discovered metadata issuer does not match the expected issuer\n$/],
-      [`${upstream.issuer}/realms/none`, /\/realms\/none could not be used: it did not answer as an OpenID provider does\n$/],
+      [`http://localhost:${upstream.port}`, /localhost:\d+\/\.well-known\/openid-configuration could not be used: its discovery document names another issuer: http:\/\/127\.0\.0\.1:\d+\n$/],
+      // The same issuer but for a trailing slash is another issuer: users are linked by it.
+      [`${upstream.issuer}/`, /could not be used: its discovery document names the issuer http:\/\/127\.0\.0\.1:\d+, not http:\/\/127\.0\.0\.1:\d+\/ as given\n$/],
+      [`${upstream.issuer}/realms/none`, /\/realms\/none\/\.well-known\/openid-configuration could not be used: it answered HTTP 404 where an OpenID provider answers 200\n$/],
     ];
     for (const [issuer, reason] of failures) {
       expectFailure(await runCli(createArgs('unchecked', issuer), { stdin: `${newSecret('unchecked')}\n` }), reason);
@@ -125,10 +130,10 @@ describe('idp:create', () => {
       [createArgs('local'), /name must not be "local"/],
       [createArgs('x'.repeat(64)), /name must be 1 to 63/],
       [createArgs('-dash'), /name must be 1 to 63/],
-      [createArgs('scopes', upstream.issuer, '--scope', 'open id'), /each scope must be a scope token/],
-      [createArgs('scopes', upstream.issuer, '--scope', 'openid', '--scope', 'openid'), /scopes/],
+      [createArgs('scopes', upstream.issuer, '--scope', 'open id'), /each --scope must be a scope token/],
+      [createArgs('scopes', upstream.issuer, '--scope', 'openid', '--scope', 'openid'), /--scope must not name a scope twice/],
       [createArgs('mode', upstream.issuer, '--mode', 'proxy'), /mode must be one of: broker, relay/],
-      [createArgs('spaced', upstream.issuer, '--client-id', 'two words'), /client_id must be printable ASCII without spaces/],
+      [createArgs('spaced', upstream.issuer, '--client-id', 'two words'), /--client-id must be printable ASCII without spaces/],
     ];
     for (const [args, message] of refusals) expectFailure(await runCli(args, { stdin: `${newSecret('refused')}\n` }), message);
     const missing = await runCli(['idp:create', '--name', 'noissuer', '--client-id', 'x']);
