@@ -29,7 +29,9 @@ export class UpstreamFailure extends Error {
   }
 
   static refused(error: string) {
-    return new UpstreamFailure('refused', `it answered ${error}`, error);
+    // The provider's words, shown on a page and logged: an OAuth error code or nothing (RFC 6749 §5.2 limits its characters).
+    const code = /^[\x20-\x21\x23-\x5b\x5d-\x7e]{1,64}$/.test(error) ? error : 'an unreadable error';
+    return new UpstreamFailure('refused', `it answered ${code}`, code);
   }
 
   /** Classifies what openid-client threw. */
