@@ -1,6 +1,7 @@
 import { Controller, Get, Param, Req, Res } from '@nestjs/common';
 import { ApiOperation, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { RETRY_AFTER_HEADER } from '../../common/errors/api-error-response.decorator.js';
 import { ApiHtmlResponse } from '../../common/html/api-html-response.decorator.js';
 import { newCsrfToken, sendPlainPage } from '../../common/html/html-reply.js';
 import { requesterOf } from '../../common/http/requester.js';
@@ -23,7 +24,7 @@ export class UpstreamCallbackController {
   @ApiHtmlResponse(200, '"You\'re signed in" (a polling device), the device approval form, or "Sign-in cancelled"')
   @ApiHtmlResponse(400, 'error page saying what failed: an unknown provider, a state not started here, already used, expired or from another browser, or a check of the answer (ID token signature, iss, aud, azp, exp, iat, nonce, RFC 9207 iss)')
   @ApiHtmlResponse(403, 'error page: the brokered user has been disabled here')
-  @ApiHtmlResponse(503, 'error page: the provider could not be reached in IDP_HTTP_TIMEOUT_MS or answered 5xx', { orJsonError: true })
+  @ApiHtmlResponse(503, 'error page: the provider could not be reached in IDP_HTTP_TIMEOUT_MS or answered 5xx', { headers: RETRY_AFTER_HEADER, orJsonError: true })
   async finish(@Param('name') name: string, @Req() request: FastifyRequest, @Res() reply: FastifyReply) {
     const query = new URLSearchParams(request.url.includes('?') ? request.url.slice(request.url.indexOf('?') + 1) : '');
     const csrfToken = newCsrfToken();
