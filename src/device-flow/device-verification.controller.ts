@@ -1,7 +1,7 @@
 import { Body, Controller, Get, HttpCode, Post, Query, Req, Res } from '@nestjs/common';
 import { ApiBody, ApiConsumes, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { RETRY_AFTER_HEADER } from '../common/errors/api-error-response.decorator.js';
+import { ApiUnavailableResponse, RETRY_AFTER_HEADER } from '../common/errors/api-error-response.decorator.js';
 import { ApiHtmlResponse } from '../common/html/api-html-response.decorator.js';
 import { bindBrowser } from '../identity-providers/upstream-browser.js';
 import type { HtmlPage } from '../common/html/html-reply.js';
@@ -21,6 +21,8 @@ export class DeviceVerificationController {
   @ApiOperation({ summary: 'Verification page (HTML): the code form, pre-filled from `?user_code=` (verification_uri_complete)' })
   @ApiQuery({ name: 'user_code', required: false, description: 'pre-fills the code (at most 64 characters; the user still confirms it)' })
   @ApiHtmlResponse(200, 'the code form')
+  // It reads the identity providers (its form may lead to one): the database must answer.
+  @ApiUnavailableResponse()
   async show(@Query() query: unknown, @Req() request: FastifyRequest, @Res() reply: FastifyReply) {
     const csrfToken = pageCsrfToken(request, PAGE_PATH);
     sendDevicePage(request, reply, await this.verification.show(query, csrfToken), csrfToken);

@@ -61,10 +61,11 @@ describe('no upstream secret in a log line, a page or the database in the clear'
     };
     context = await browser.newContext({ javaScriptEnabled: false });
     context.setDefaultTimeout(10_000);
-    // Every page the service showed this browser, as HTML.
+    // Every page the service sent this browser, as HTML (a body the browser already let go of is
+    // read from the page itself after each step, see shown()).
     context.on('response', (response) => {
       const fromService = response.url().startsWith(app.baseUrl) && (response.headers()['content-type'] ?? '').includes('text/html');
-      if (fromService && !(response.status() >= 300 && response.status() < 400)) pages.push(response.text());
+      if (fromService && !(response.status() >= 300 && response.status() < 400)) pages.push(response.text().catch(() => ''));
     });
   });
   afterAll(async () => {
@@ -73,6 +74,9 @@ describe('no upstream secret in a log line, a page or the database in the clear'
     await upstream?.stop();
     await app?.close();
   });
+
+  /** The page as the user sees it now. */
+  const shown = async (page: Page) => pages.push(Promise.resolve(await page.content()));
 
   /** A sign-in at the provider in the shared browser: its session there makes the later ones single sign-on. */
   async function signInThere(page: Page) {
@@ -89,9 +93,11 @@ describe('no upstream secret in a log line, a page or the database in the clear'
     await signInThere(page);
     const callbackUrl = (await callback).url();
     expect(await heading(page)).toBe("You're signed in");
+    await shown(page);
     const polled = (await (await fetch(config.code_url)).json()) as { code: string };
     expect((await exchangeCode(app, helper, polled.code)).status).toBe(200);
     expect((await page.goto(callbackUrl))!.status()).toBe(400);
+    await shown(page);
 
     // The device flow: code, provider (single sign-on now), approval.
     const device = await createSignInClient(app, ['corp'], { grants: [DEVICE_GRANT] });
@@ -100,8 +106,11 @@ describe('no upstream secret in a log line, a page or the database in the clear'
     await page.getByLabel('Code').fill(authorization.user_code);
     await page.getByRole('button', { name: 'Continue' }).click();
     await signInThere(page);
+    expect(await heading(page)).toBe(`Connect ${device.name}?`);
+    await shown(page);
     await page.getByRole('button', { name: 'Approve' }).click();
     expect(await heading(page)).toBe('Device connected');
+    await shown(page);
     expect((await pollDeviceToken(app, device, authorization.device_code)).status).toBe(200);
 
     expect(exchanges).toHaveLength(2);
