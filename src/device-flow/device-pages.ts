@@ -58,14 +58,16 @@ const scopeItem = (scope: string, descriptions: Record<string, string>) =>
   `<li>${Object.hasOwn(descriptions, scope) ? escapeHtml(descriptions[scope]) : `<code>${escapeHtml(scope)}</code>`}</li>`;
 
 /** Step 3: the decision, naming the client and the scopes (RFC 8628 §5.4: the user confirms what the device asks). */
-export function approvalPage(view: DeviceRequestView & { username: string; scopes: string[]; scopeDescriptions: Record<string, string>; approvalNonce: string }): string {
+export function approvalPage(
+  view: DeviceRequestView & { username: string; scopes: string[]; scopeDescriptions: Record<string, string>; approvalNonce: string; providerName?: string },
+): string {
   const asks = view.scopes.length
     ? `<p>It asks for these permissions:</p>\n<ul class="scopes">${view.scopes.map((scope) => scopeItem(scope, view.scopeDescriptions)).join('')}</ul>`
     : '<p>It asks to act for you on your account.</p>';
   return pageLayout(
     `Connect ${view.clientName}?`,
     `<h1>Connect <strong>${escapeHtml(view.clientName)}</strong>?</h1>
-<p>You are signed in as <strong>${escapeHtml(view.username)}</strong>.</p>
+<p>You are signed in as <strong>${escapeHtml(view.username)}</strong>${view.providerName ? ` with ${escapeHtml(view.providerName)}` : ''}.</p>
 ${asks}
 <p>Approve only if you started this on your device and it shows this code:</p>
 <p class="code">${displayUserCode(view.userCode)}</p>

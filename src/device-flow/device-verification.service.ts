@@ -179,7 +179,9 @@ export class DeviceVerificationService {
     }
     const scopes = found.scope?.split(' ') ?? [];
     const { scopeDescriptions } = found.client;
-    return page(200, approvalPage({ ...this.view(found, csrfToken), username: displayNameOf(user), scopes, scopeDescriptions, approvalNonce }));
+    // Two providers may each have an alice: say which one signed in.
+    const providerName = user.provider ? (found.methods.providers.find((provider) => provider.name === user.provider)?.displayName ?? user.provider) : undefined;
+    return page(200, approvalPage({ ...this.view(found, csrfToken), username: displayNameOf(user), scopes, scopeDescriptions, approvalNonce, providerName }));
   }
 
   /** Step 3: approve or deny, once. */

@@ -52,7 +52,7 @@ describe('the device flow through a real identity provider', () => {
     await signInAtUpstream(page, { username: 'alice', password: ALICE.password });
     expect((await callback).status()).toBe(200);
     expect(await heading(page)).toBe(`Connect ${client.name}?`);
-    expect(await page.locator('main p').first().textContent()).toBe('You are signed in as alice.');
+    expect(await page.locator('main p').first().textContent()).toBe('You are signed in as alice with Corp SSO.');
     expect(await page.locator('p.code').textContent()).toBe(authorization.user_code);
 
     await page.getByRole('button', { name: 'Approve' }).click();

@@ -9,7 +9,7 @@ import { type ForgedAnswer, type ForgingProvider, startForgingProvider } from '.
 // (the forging provider answers the authorization request at once, so no browser is needed): a
 // failed check is a 400 page naming it, and nothing is issued or linked.
 
-const AGAIN = 'Nothing was signed in. Start the sign-in again from your device.';
+const AGAIN = 'Start the sign-in again from your device.';
 
 const CASES: { name: string; answer: ForgedAnswer; check: string }[] = [
   { name: 'another audience', answer: { aud: 'someone-else' }, check: 'the ID token is meant for another client' },
@@ -24,7 +24,9 @@ const CASES: { name: string; answer: ForgedAnswer; check: string }[] = [
 ];
 
 const headingOf = (html: string) => /<h1>([^<]*)<\/h1>/.exec(html)?.[1];
-const messageOf = (html: string) => /<\/h1>\s*<p>([^<]*)<\/p>/.exec(html)?.[1]?.replaceAll('&#39;', "'").replaceAll('&quot;', '"');
+const unescape = (text?: string) => text?.replaceAll('&#39;', "'").replaceAll('&quot;', '"');
+const messageOf = (html: string) => unescape(/<\/h1>\s*<p>([^<]*)<\/p>/.exec(html)?.[1]);
+const detailOf = (html: string) => unescape(/<p class="hint">([^<]*)<\/p>/.exec(html)?.[1]);
 
 describe('the checks of the provider’s answer (ID token)', () => {
   let app: TestApp;
@@ -55,7 +57,7 @@ describe('the checks of the provider’s answer (ID token)', () => {
     const atProvider = await fetch(start.headers.get('location')!, { redirect: 'manual' });
     const callback = await fetch(atProvider.headers.get('location')!, { redirect: 'manual', headers: { cookie } });
     const html = await callback.text();
-    return { status: callback.status, heading: headingOf(html), message: messageOf(html), codeUrl: config.code_url };
+    return { status: callback.status, heading: headingOf(html), message: messageOf(html), detail: detailOf(html), codeUrl: config.code_url };
   }
 
   it.each(CASES)('refuses an ID token with $name: a 400 page naming the check, and nothing issued or linked', async ({ answer, check }) => {
@@ -64,7 +66,12 @@ describe('the checks of the provider’s answer (ID token)', () => {
     const tokenRequests = forge.tokenRequests();
     const page = await signIn();
     expect(forge.tokenRequests()).toBe(tokenRequests + 1);
-    expect(page).toMatchObject({ status: 400, heading: 'The sign-in could not be completed', message: `The answer from Forge failed a check: ${check}. ${AGAIN}` });
+    expect(page).toMatchObject({
+      status: 400,
+      heading: 'The sign-in could not be completed',
+      message: `Forge's answer could not be verified, so nothing was signed in. ${AGAIN}`,
+      detail: `What failed: ${check}. If this happens again, tell your administrator.`,
+    });
     expect(await issuedRows(app)).toEqual(before);
     expect(await linkedUser(app, 'forge', 'forged-subject')).toBeUndefined();
     expect((await fetch(page.codeUrl)).status).toBe(404);

@@ -60,9 +60,9 @@ ${body}
 `;
 }
 
-/** A page that only says something: a heading and one paragraph. */
-export function messagePage(title: string, message: string): string {
-  return pageLayout(title, `<h1>${escapeHtml(title)}</h1>\n<p>${escapeHtml(message)}</p>`);
+/** A page that only says something: a heading and one paragraph, and a detail in small print when there is one. */
+export function messagePage(title: string, message: string, detail?: string): string {
+  return pageLayout(title, `<h1>${escapeHtml(title)}</h1>\n<p>${escapeHtml(message)}</p>${detail ? `\n<p class="hint">${escapeHtml(detail)}</p>` : ''}`);
 }
 
 /** An error message above a form, announced to screen readers; '' without one. */

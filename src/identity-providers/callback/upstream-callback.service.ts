@@ -20,7 +20,10 @@ import { Metrics } from '../../metrics/metrics.service.js';
 export type CallbackAnswer = { kind: 'page'; page: HtmlPage; deviceForm?: boolean } | { kind: 'redirect'; location: string };
 
 const AGAIN = 'Start the sign-in again from your device.';
-const pageOf = (status: number, title: string, message: string, retryAfter?: number): CallbackAnswer => ({ kind: 'page', page: { status, html: messagePage(title, message), retryAfter } });
+const pageOf = (status: number, title: string, message: string, retryAfter?: number, detail?: string): CallbackAnswer => ({
+  kind: 'page',
+  page: { status, html: messagePage(title, message, detail), retryAfter },
+});
 
 /** Why a callback was not this browser's to finish, for the user. */
 const REFUSALS: Record<Extract<CallbackResult, { outcome: 'refused' }>['reason'], [string, string]> = {
@@ -65,7 +68,9 @@ export class UpstreamCallbackService {
         const { provider, failure, purpose } = result;
         this.events.emit('upstream.failed', { reason: failure.kind, provider: provider.name, check: failure.message, clientId: purpose.clientId }, requester);
         if (failure.kind === 'unreachable') return pageOf(503, `${provider.displayName} is unavailable`, `${provider.displayName} could not be reached to finish the sign-in. ${AGAIN}`, 5);
-        return pageOf(400, 'The sign-in could not be completed', `The answer from ${provider.displayName} failed a check: ${failure.message}. Nothing was signed in. ${AGAIN}`);
+        // The check that failed is for the administrator: in small print, under what the user can do.
+        const message = `${provider.displayName}'s answer could not be verified, so nothing was signed in. ${AGAIN}`;
+        return pageOf(400, 'The sign-in could not be completed', message, undefined, `What failed: ${failure.message}. If this happens again, tell your administrator.`);
       }
       case 'cancelled':
         this.events.emit('upstream.cancelled', { reason: 'provider_error', provider: result.provider.name, error: result.error, clientId: result.purpose.clientId }, requester);
