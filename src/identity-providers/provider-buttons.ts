@@ -19,5 +19,5 @@ ${hidden}
 </form>`,
     )
     .join('\n');
-  return `${forms}\n${withLocal ? '<p class="divider"><span>or with your ${PORTAL_ACCOUNT}</span></p>\n' : ''}`;
+  return `${forms}\n${withLocal ? `<p class="divider"><span>or with your ${PORTAL_ACCOUNT}</span></p>\n` : ''}`;
 }

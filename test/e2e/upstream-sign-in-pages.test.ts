@@ -72,6 +72,8 @@ describe('sign-in pages offering two identity providers and the local form', () 
     const page = await openPage((await issueState(app, client.id)).authorize_url);
     expect(await heading(page)).toBe('Sign in');
     expect(await choices(page)).toEqual({ buttons: [['corp', 'Corp SSO'], ['partner', 'Partner Login']], local: true });
+    // The password form says whose password it takes: not the providers'.
+    expect(await page.locator('main p.divider').textContent()).toBe('or with your voyage-planning portal account');
     await screenshot(page, 'authorize-sign-in');
 
     await page.getByRole('button', { name: 'Partner Login' }).click();
@@ -89,6 +91,8 @@ describe('sign-in pages offering two identity providers and the local form', () 
     expect(await heading(page)).toBe('Sign in');
     expect(await page.locator('main > p').first().textContent()).toBe(`Choose how to sign in to connect ${client.name} with the code ${authorization.user_code}.`);
     expect(await choices(page)).toEqual({ buttons: [['corp', 'Corp SSO'], ['partner', 'Partner Login']], local: true });
+    // The password form says whose password it takes: not the providers'.
+    expect(await page.locator('main p.divider').textContent()).toBe('or with your voyage-planning portal account');
     await screenshot(page, 'device-sign-in');
 
     await page.getByRole('button', { name: 'Corp SSO' }).click();
