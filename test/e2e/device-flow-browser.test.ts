@@ -1,5 +1,3 @@
-import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
 import { decodeJwt } from 'jose';
 import * as oidc from 'openid-client';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
@@ -9,6 +7,7 @@ import { DEVICE_GRANT } from '../factories/device-flow.factory.js';
 import { createClient, createUser, type TestClient } from '../factories/oauth.factory.js';
 import { type PortalUser, userId } from '../factories/token-flow.factory.js';
 import { launchChromium } from '../setup/chromium.js';
+import { screenshotWidths } from '../setup/screenshots.js';
 import { startTestApp, type TestApp } from '../setup/test-app.js';
 
 // The device flow (RFC 8628) end to end with a device and a user nobody here wrote: openid-client
@@ -17,20 +16,8 @@ import { startTestApp, type TestApp } from '../setup/test-app.js';
 // JavaScript off, as a phone would show it.
 
 const PHONE = { width: 390, height: 844 };
-const DESKTOP = { width: 1280, height: 800 };
-/** Screenshots for review (DEVICE_SCREENSHOTS_DIR=/tmp/device-screens); unset, as in CI, nothing is written. */
-const SCREENSHOTS_DIR = process.env.DEVICE_SCREENSHOTS_DIR;
-
-/** The page as it is now, at phone and desktop width, as `<name>-phone.png` and `<name>-desktop.png`. */
-async function screenshot(page: Page, name: string) {
-  if (!SCREENSHOTS_DIR) return;
-  mkdirSync(SCREENSHOTS_DIR, { recursive: true });
-  for (const [width, viewport] of [['phone', PHONE], ['desktop', DESKTOP]] as const) {
-    await page.setViewportSize(viewport);
-    await page.screenshot({ path: join(SCREENSHOTS_DIR, `${name}-${width}.png`), fullPage: true });
-  }
-  await page.setViewportSize(PHONE);
-}
+/** Screenshots for review (DEVICE_SCREENSHOTS_DIR=DIR: `<name>-390.png` and `<name>-1280.png`); unset, as in CI, nothing is written. */
+const screenshot = (page: Page, name: string) => screenshotWidths(page, process.env.DEVICE_SCREENSHOTS_DIR, name);
 
 /**
  * The device: openid-client configured by RFC 8414 discovery (plain http on 127.0.0.1 needs

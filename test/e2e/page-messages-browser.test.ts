@@ -1,4 +1,3 @@
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -9,6 +8,7 @@ import { createClient, createUser, type TestClient } from '../factories/oauth.fa
 import { issueState } from '../factories/state.factory.js';
 import type { PortalUser } from '../factories/token-flow.factory.js';
 import { launchChromium } from '../setup/chromium.js';
+import { screenshotWidths } from '../setup/screenshots.js';
 import { query } from '../setup/database.js';
 import { startTestApp, type TestApp } from '../setup/test-app.js';
 
@@ -16,19 +16,8 @@ import { startTestApp, type TestApp } from '../setup/test-app.js';
 // wrong or right: each message names its cause, the device and the account.
 
 const PHONE = { width: 390, height: 844 };
-const DESKTOP = { width: 1280, height: 800 };
-/** Screenshots for review (PAGES_SCREENSHOTS_DIR=/tmp/pages): `<name>-390.png` and `<name>-1280.png`; unset, nothing is written. */
-const SCREENSHOTS_DIR = process.env.PAGES_SCREENSHOTS_DIR;
-
-async function screenshot(page: Page, name: string) {
-  if (!SCREENSHOTS_DIR) return;
-  mkdirSync(SCREENSHOTS_DIR, { recursive: true });
-  for (const viewport of [PHONE, DESKTOP]) {
-    await page.setViewportSize(viewport);
-    await page.screenshot({ path: join(SCREENSHOTS_DIR, `${name}-${viewport.width}.png`), fullPage: true });
-  }
-  await page.setViewportSize(PHONE);
-}
+/** Screenshots for review (PAGES_SCREENSHOTS_DIR=DIR: `<name>-390.png` and `<name>-1280.png`); unset, as in CI, nothing is written. */
+const screenshot = (page: Page, name: string) => screenshotWidths(page, process.env.PAGES_SCREENSHOTS_DIR, name);
 
 describe('what the sign-in and device pages tell the user, in a real browser (JavaScript off)', () => {
   let app: TestApp;

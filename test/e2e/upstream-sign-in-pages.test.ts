@@ -1,11 +1,10 @@
-import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { DEVICE_GRANT, startDeviceAuthorization } from '../factories/device-flow.factory.js';
 import { issueState } from '../factories/state.factory.js';
 import { ALICE, createSignInClient, heading, newKek, registerProvider } from '../factories/upstream.factory.js';
 import { launchChromium } from '../setup/chromium.js';
+import { screenshotWidths } from '../setup/screenshots.js';
 import { startTestApp, type TestApp } from '../setup/test-app.js';
 import { signInAtUpstream, startUpstreamProvider, type UpstreamProvider } from '../setup/upstream/upstream-provider.js';
 
@@ -14,20 +13,8 @@ import { signInAtUpstream, startUpstreamProvider, type UpstreamProvider } from '
 // leads to its own provider. Real Chromium with JavaScript off, as a phone would show them.
 
 const PHONE = { width: 390, height: 844 };
-const DESKTOP = { width: 1280, height: 800 };
-/** Screenshots for review (UPSTREAM_SCREENSHOTS_DIR=/tmp/upstream-screens); unset, as in CI, nothing is written. */
-const SCREENSHOTS_DIR = process.env.UPSTREAM_SCREENSHOTS_DIR;
-
-/** The page as it is now, at phone and desktop width, as `<name>-phone.png` and `<name>-desktop.png`. */
-async function screenshot(page: Page, name: string) {
-  if (!SCREENSHOTS_DIR) return;
-  mkdirSync(SCREENSHOTS_DIR, { recursive: true });
-  for (const [width, viewport] of [['phone', PHONE], ['desktop', DESKTOP]] as const) {
-    await page.setViewportSize(viewport);
-    await page.screenshot({ path: join(SCREENSHOTS_DIR, `${name}-${width}.png`), fullPage: true });
-  }
-  await page.setViewportSize(PHONE);
-}
+/** Screenshots for review (UPSTREAM_SCREENSHOTS_DIR=DIR: `<name>-390.png` and `<name>-1280.png`); unset, as in CI, nothing is written. */
+const screenshot = (page: Page, name: string) => screenshotWidths(page, process.env.UPSTREAM_SCREENSHOTS_DIR, name);
 
 describe('sign-in pages offering two identity providers and the local form', () => {
   let app: TestApp;

@@ -162,7 +162,7 @@ describe('fuzz: the identity provider callback', () => {
     const { state, cookie: binding } = await startSignIn();
     const refused = await fetch(`${fuzz.world.app.baseUrl}/sso/callback/corp?code=x&state=${encodeURIComponent(state)}&iss=${encodeURIComponent(upstream.issuer)}`, { headers: { cookie: binding } });
     expect(refused.status).toBe(400);
-    expect(await refused.text()).toContain('failed a check: it answered invalid_grant');
+    expect(await refused.text()).toContain('What failed: it answered invalid_grant.');
     await fuzz.expectServiceStillWorks();
   });
 });

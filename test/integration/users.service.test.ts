@@ -25,7 +25,7 @@ describe('UsersService', () => {
 
   it('creates a user, storing an argon2id hash of the password and never the password', async () => {
     const user = await users.create({ username: 'navigator', password: PASSWORD });
-    expect(user).toEqual({ id: expect.any(String), username: 'navigator', enabled: true, created_at: expect.any(String) });
+    expect(user).toEqual({ id: expect.any(String), username: 'navigator', provider: null, enabled: true, created_at: expect.any(String) });
     expect(Number.isNaN(Date.parse(user.created_at))).toBe(false);
     const [row] = await storedNamed('navigator');
     expect(row.id).toBe(user.id);
