@@ -77,6 +77,16 @@ describe('the checks of the provider’s answer (ID token)', () => {
     expect((await fetch(page.codeUrl)).status).toBe(404);
   });
 
+  it("refuses an answer whose RFC 9207 iss names another issuer, before its code is exchanged", async () => {
+    forge.set({ authorizationIss: 'http://127.0.0.1:9' });
+    const before = await issuedRows(app);
+    const tokenRequests = forge.tokenRequests();
+    const page = await signIn();
+    expect(page).toMatchObject({ status: 400, detail: 'What failed: the answer names another issuer (RFC 9207 iss). If this happens again, tell your administrator.' });
+    expect(forge.tokenRequests()).toBe(tokenRequests);
+    expect(await issuedRows(app)).toEqual(before);
+  });
+
   it('accepts the same provider’s correct answer, also one expired less than IDP_CLOCK_TOLERANCE ago (the control of the cases above)', async () => {
     forge.set({ sub: 'forged-alice', claims: { preferred_username: 'forged.alice' } });
     expect(await signIn()).toMatchObject({ status: 200, heading: "You're signed in" });

@@ -27,6 +27,8 @@ export interface ForgedAnswer {
   error?: string;
   /** More claims for the ID token and userinfo (name, preferred_username, email…). */
   claims?: Record<string, unknown>;
+  /** The `iss` of the authorization response (RFC 9207) instead of its own issuer. */
+  authorizationIss?: string;
 }
 
 export interface ForgingProvider {
@@ -98,7 +100,7 @@ export async function startForgingProvider(options: { issInAuthorizationResponse
     const back = new URL(url.searchParams.get('redirect_uri') ?? '');
     back.searchParams.set('code', code);
     if (url.searchParams.has('state')) back.searchParams.set('state', url.searchParams.get('state')!);
-    if (withIss) back.searchParams.set('iss', issuer);
+    if (withIss) back.searchParams.set('iss', next.authorizationIss ?? issuer);
     response.writeHead(302, { location: back.href }).end();
   }
 
