@@ -220,7 +220,10 @@ export class DeviceVerificationService {
     if (!client.enabled) return refuse(400, codeMessages.clientDisabled(userCode, client.name));
     if (found.state !== 'pending') return refuse(400, stateMessage(userCode, found), undefined, false);
     await this.throttle.forgive(address);
-    return { userCode, client, scope: found.scope, signedInUsername: found.signedInUsername, expiresAt: found.expiresAt, methods: await this.methods.of(client) };
+    const methods = await this.methods.of(client);
+    // Only when its one provider was deleted meanwhile (idp:delete checks, but not under the client's lock).
+    if (!methods.local && methods.providers.length === 0) return refuse(400, `${client.name} has no way to sign in set up right now. Ask the administrator of this service.`);
+    return { userCode, client, scope: found.scope, signedInUsername: found.signedInUsername, expiresAt: found.expiresAt, methods };
   }
 
   /** The code stopped waiting while this step ran (another tab decided, it expired, a sign-out voided it): why; null if it still waits. */

@@ -93,7 +93,9 @@ export class UpstreamSignIn {
           idTokenExpected: true,
         });
         assertNotIssuedInTheFuture(tokens.claims()!, this.env.IDP_CLOCK_TOLERANCE);
-        return { tokens, claims: { ...(await profileClaims(configuration, tokens)), ...tokens.claims()! } };
+        // Only a brokered user keeps a profile: a relayed sign-in needs no userinfo round trip.
+        const profile = provider.mode === 'broker' ? await profileClaims(configuration, tokens) : {};
+        return { tokens, claims: { ...profile, ...tokens.claims()! } };
       });
       return { outcome: 'signed-in', provider, purpose, identity };
     } catch (error) {
@@ -120,8 +122,7 @@ async function profileClaims(configuration: oidc.Configuration, tokens: oidc.Tok
   const claims = tokens.claims()!;
   if (claims.preferred_username !== undefined || !tokens.access_token || !configuration.serverMetadata().userinfo_endpoint) return {};
   try {
-    const { sub, ...profile } = await oidc.fetchUserInfo(configuration, tokens.access_token, claims.sub);
-    void sub;
+    const { sub: _sub, ...profile } = await oidc.fetchUserInfo(configuration, tokens.access_token, claims.sub);
     return profile;
   } catch {
     return {};

@@ -203,7 +203,10 @@ export class LoginService {
     try {
       const claims = await this.states.verify(state, client.id);
       if (await this.codes.isStateUsed(claims.jti)) return alreadyUsed();
-      return { client, state: state!, claims, methods: await this.methods.of(client) };
+      const methods = await this.methods.of(client);
+      // Only when its one provider was deleted meanwhile (idp:delete checks, but not under the client's lock).
+      if (!methods.local && methods.providers.length === 0) return errorPage(`${client.name} has no way to sign in set up right now. Ask the administrator of this service.`, 'Sign-in is not available');
+      return { client, state: state!, claims, methods };
     } catch (error) {
       if (error instanceof InvalidState) {
         return error.expired ? errorPage(`Sign-in links work for a few minutes only. ${AGAIN}`, 'This sign-in link has expired') : errorPage(`The link is incomplete or was changed. ${AGAIN}`);

@@ -4,6 +4,7 @@ import { DEVICE_GRANT, startDeviceAuthorization } from '../factories/device-flow
 import { issueState } from '../factories/state.factory.js';
 import { ALICE, createSignInClient, heading, newKek, registerProvider } from '../factories/upstream.factory.js';
 import { launchChromium } from '../setup/chromium.js';
+import { query } from '../setup/database.js';
 import { screenshotWidths } from '../setup/screenshots.js';
 import { startTestApp, type TestApp } from '../setup/test-app.js';
 import { signInAtUpstream, startUpstreamProvider, type UpstreamProvider } from '../setup/upstream/upstream-provider.js';
@@ -87,5 +88,14 @@ describe('sign-in pages offering two identity providers and the local form', () 
     await signInAtUpstream(page, { username: 'alice', password: ALICE.password });
     expect(await heading(page)).toBe(`Connect ${client.name}?`);
     await screenshot(page, 'device-approval');
+  });
+  it('says sign-in is not available, rather than showing no way in, when the only provider of a client is gone', async () => {
+    await registerProvider(app, corp, 'gone', 'Gone SSO');
+    const client = await createSignInClient(app, ['gone']);
+    // idp:delete refuses while a client uses the provider; a deletion racing with client:update is what remains.
+    await query(app.databaseUrl, "DELETE FROM identity_providers WHERE name = 'gone'");
+    const page = await openPage((await issueState(app, client.id)).authorize_url);
+    expect(await heading(page)).toBe('Sign-in is not available');
+    expect(await page.locator('main p').textContent()).toBe(`${client.name} has no way to sign in set up right now. Ask the administrator of this service.`);
   });
 });
