@@ -1,5 +1,5 @@
 import { Body, Controller, Get, HttpCode, Post, Query, Req, Res } from '@nestjs/common';
-import { ApiBody, ApiConsumes, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
+import { ApiBody, ApiConsumes, ApiOperation, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiUnavailableResponse, RETRY_AFTER_HEADER } from '../common/errors/api-error-response.decorator.js';
 import { ApiHtmlResponse } from '../common/html/api-html-response.decorator.js';
@@ -41,9 +41,14 @@ export class DeviceVerificationController {
     400,
     'the code form again, saying why: the code is missing, cannot be a code (its length or letters), is unknown, expired, already approved or denied, cancelled (its account disabled or signed out), or for a disabled or removed application, or the form is malformed; the sign-in form again when username or password is empty, or the approval form lacks its decision or one-time value',
   )
+  @ApiResponse({
+    status: 303,
+    description: "to an identity provider: the provider button pressed, or the client's only way in after the code (authorization code flow with PKCE); sets the browser's `vc_upstream` cookie",
+    headers: { Location: { description: "the identity provider's authorization URL", schema: { type: 'string' } } },
+  })
   @ApiHtmlResponse(403, "the code form again when the CSRF token is missing or does not match its cookie; the sign-in form again when the approval form is not the latest sign-in's")
   @ApiHtmlResponse(429, 'too many wrong codes from this address (the code form), or too many failed sign-ins (the sign-in form)', { headers: RETRY_AFTER_HEADER })
-  @ApiHtmlResponse(503, 'the sign-in form again when every password check slot is busy (`Retry-After: 1`); JSON `{message, correlationId}` when the database is away or busy', {
+  @ApiHtmlResponse(503, 'the sign-in form again when every password check slot is busy (`Retry-After: 1`); an error page when the identity provider cannot be reached; JSON `{message, correlationId}` when the database is away or busy', {
     headers: RETRY_AFTER_HEADER,
     orJsonError: true,
   })

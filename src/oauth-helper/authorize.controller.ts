@@ -1,7 +1,7 @@
 import { Body, Controller, Get, HttpCode, Post, Query, Req, Res } from '@nestjs/common';
 import { ApiBody, ApiConsumes, ApiOperation, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { ApiUnavailableResponse, RETRY_AFTER_HEADER } from '../common/errors/api-error-response.decorator.js';
+import { RETRY_AFTER_HEADER } from '../common/errors/api-error-response.decorator.js';
 import { ApiHtmlResponse } from '../common/html/api-html-response.decorator.js';
 import { bindBrowser } from '../identity-providers/upstream-browser.js';
 import { requesterOf } from '../common/http/requester.js';
@@ -11,19 +11,32 @@ import { type AuthorizeOutcome, LoginService } from './login.service.js';
 
 const PAGE_PATH = '/sso/authorize';
 
+const REDIRECT_HEADERS = {
+  Location: { description: "the device's redirect URL with `code` and `state`, or the identity provider's authorization URL", schema: { type: 'string' } },
+  'Cache-Control': { description: '`no-store`', schema: { type: 'string' } },
+  'Referrer-Policy': { description: '`no-referrer`', schema: { type: 'string' } },
+};
+
 @ApiTags('device authorization helper')
 @Controller('sso/authorize')
 export class AuthorizeController {
   constructor(private readonly login: LoginService) {}
 
   @Get()
-  @ApiOperation({ summary: 'Login page of the helper flow (HTML); 400 page for an invalid state or client, never a redirect' })
+  @ApiOperation({
+    summary:
+      "Login page of the helper flow (HTML): a button per identity provider of the client and the login form when it signs in locally; a client whose only way in is one identity provider goes straight there (302). 400 page for an invalid state or client, never a redirect to the device",
+  })
   @ApiQuery({ name: 'response_type', enum: ['code'], description: 'as in authorize_url' })
   @ApiQuery({ name: 'client_id', description: 'as in authorize_url' })
   @ApiQuery({ name: 'state', description: 'as in authorize_url: the sign-in link issued by the helper configuration route' })
   @ApiHtmlResponse(200, 'the login form naming the client and, with a redirect_url, the host the code goes to')
+  @ApiResponse({ status: 302, description: "to the client's only identity provider (authorization code flow with PKCE); sets the browser's `vc_upstream` cookie", headers: REDIRECT_HEADERS })
   @ApiHtmlResponse(400, 'error page naming its cause: a malformed link, an unsupported response_type, an unknown or a disabled client, or a state that is expired, already used, or missing, changed or another client\'s')
-  @ApiUnavailableResponse()
+  @ApiHtmlResponse(503, 'error page: the identity provider cannot be reached (`Retry-After`); JSON `{message, correlationId}` when the database is away or busy', {
+    headers: RETRY_AFTER_HEADER,
+    orJsonError: true,
+  })
   async show(@Query() query: unknown, @Req() request: FastifyRequest, @Res() reply: FastifyReply) {
     const csrfToken = pageCsrfToken(request, PAGE_PATH);
     send(request, reply, await this.login.show(query, csrfToken, () => bindBrowser(request, reply)), csrfToken);
@@ -33,17 +46,9 @@ export class AuthorizeController {
   @HttpCode(200)
   @ApiConsumes('application/x-www-form-urlencoded')
   @ApiBody({ type: LoginFormDto })
-  @ApiOperation({ summary: 'Submit the login form: 302 to the device with code and state, or a "return to your device" page' })
+  @ApiOperation({ summary: 'Submit the login form: 302 to the device with code and state, or a "return to your device" page; with `idp` (a provider button), 302 to that identity provider' })
   @ApiHtmlResponse(200, '"You\'re signed in", naming the client and the account (the device polls for its code), or the login form again saying "Wrong username or password."')
-  @ApiResponse({
-    status: 302,
-    description: "to the device's redirect URL with `code` and `state` added",
-    headers: {
-      Location: { description: 'the redirect URL with `code` and `state`', schema: { type: 'string' } },
-      'Cache-Control': { description: '`no-store`', schema: { type: 'string' } },
-      'Referrer-Policy': { description: '`no-referrer`', schema: { type: 'string' } },
-    },
-  })
+  @ApiResponse({ status: 302, description: "to the device's redirect URL with `code` and `state` added; or, for a provider button, to that identity provider", headers: REDIRECT_HEADERS })
   @ApiHtmlResponse(400, 'error page: the sign-in link is invalid, expired or already used (never a redirect); or the login form again when username or password is empty')
   @ApiHtmlResponse(403, 'the login form again: the CSRF token is missing or does not match its cookie')
   @ApiHtmlResponse(429, 'the login form again: too many failed sign-ins for this username from this address, for this username, or from this address', { headers: RETRY_AFTER_HEADER })

@@ -40,8 +40,8 @@ const FORM_FIELDS: Record<string, string[]> = {
   'post /sso/introspect': ['token', ...CLIENT_FIELDS],
   'post /sso/revoke': ['token', ...CLIENT_FIELDS],
   'post /sso/device_authorization': ['scope', ...CLIENT_FIELDS],
-  'post /sso/authorize': ['response_type', 'client_id', 'state', 'csrf_token', 'username', 'password'],
-  'post /sso/device': ['csrf_token', 'user_code', 'username', 'password', 'decision', 'approval'],
+  'post /sso/authorize': ['response_type', 'client_id', 'state', 'csrf_token', 'username', 'password', 'idp'],
+  'post /sso/device': ['csrf_token', 'user_code', 'username', 'password', 'idp', 'decision', 'approval'],
 };
 const CLIENT_AUTHENTICATED = ['/sso/token', '/public/api/oauth2/token', '/sso/introspect', '/sso/revoke', '/sso/device_authorization'];
 const OAUTH_PREFIXES = [...CLIENT_AUTHENTICATED, '/external/oauth2helper/'];
@@ -151,7 +151,7 @@ describe('OpenAPI description', () => {
     for (const { key, path, operation } of operations()) {
       for (const [status, response] of Object.entries(operation.responses)) {
         const where = `${key} ${status}`;
-        if (status === '302' || (key === 'post /sso/revoke' && status === '200')) {
+        if (status === '302' || status === '303' || (key === 'post /sso/revoke' && status === '200')) {
           expect(response.content, where).toBeUndefined();
           continue;
         }
@@ -251,6 +251,7 @@ describe('OpenAPI description', () => {
       const forgeClient = await createSignInClient(app, ['forge'], { redirectPatterns: [LOOPBACK_PATTERN] });
       const throughForge = async (query: Record<string, string> = {}) => {
         const start = await fetch((await issueState(app, forgeClient.id, query)).authorize_url, { redirect: 'manual' });
+        await answered('get /sso/authorize', start);
         const cookie = start.headers.getSetCookie().map((line) => line.split(';')[0]).join('; ');
         const back = (await fetch(start.headers.get('location')!, { redirect: 'manual' })).headers.get('location')!;
         return fetch(back, { redirect: 'manual', headers: { cookie } });
@@ -261,6 +262,20 @@ describe('OpenAPI description', () => {
       await answered(callback, await fetch(`${app.baseUrl}/sso/callback/forge?code=x&state=unknown`));
       await app.get(UsersService).disable('forge:forged-subject');
       await answered(callback, await throughForge());
+      // A device whose client signs in through the provider only: the code step sends the browser there.
+      const forgeDevice = await createSignInClient(app, ['forge'], { grants: [DEVICE_GRANT] });
+      const codeForm = await fetch(`${app.baseUrl}/sso/device`);
+      const csrf = codeForm.headers.getSetCookie().map((line) => line.split(';')[0]).join('; ');
+      const csrfToken = /name="csrf_token" value="([^"]+)"/.exec(await codeForm.text())![1];
+      const userCode = (await startDeviceAuthorization(app, forgeDevice)).user_code;
+      const toProvider = await fetch(`${app.baseUrl}/sso/device`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: csrf },
+        body: new URLSearchParams({ csrf_token: csrfToken, user_code: userCode }),
+      });
+      expect(toProvider.status).toBe(303);
+      await answered('post /sso/device', toProvider);
     } finally {
       await forge.close();
     }

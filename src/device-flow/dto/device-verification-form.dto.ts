@@ -2,7 +2,7 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 
 /**
  * The forms of the verification page (POST /sso/device), for the OpenAPI description. Which step
- * a post is, is told by the fields sent: `decision` → step 3, `username` or `password` → step 2,
+ * a post is, is told by the fields sent: `decision` → step 3, `idp`, `username` or `password` → step 2,
  * else step 1.
  */
 export class DeviceVerificationFormDto {
@@ -17,6 +17,9 @@ export class DeviceVerificationFormDto {
 
   @ApiPropertyOptional({ description: 'step 2, the sign-in form' })
   password?: string;
+
+  @ApiPropertyOptional({ description: "step 2, an identity provider's button: its name (the answer is a redirect to that provider)" })
+  idp?: string;
 
   @ApiPropertyOptional({ enum: ['approve', 'deny'], description: 'step 3, the approval form' })
   decision?: 'approve' | 'deny';

@@ -1,6 +1,6 @@
-import { ApiProperty } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 
-/** The login form of POST /sso/authorize, for the OpenAPI description (the page posts exactly these fields). */
+/** The forms of POST /sso/authorize, for the OpenAPI description: the sign-in form, or an identity provider's button. */
 export class LoginFormDto {
   @ApiProperty({ enum: ['code'] })
   response_type: 'code';
@@ -14,9 +14,12 @@ export class LoginFormDto {
   @ApiProperty({ description: "the page's CSRF token, equal to its cookie's (double submit)" })
   csrf_token: string;
 
-  @ApiProperty()
-  username: string;
+  @ApiPropertyOptional({ description: 'the sign-in form, when the client signs in locally' })
+  username?: string;
 
-  @ApiProperty()
-  password: string;
+  @ApiPropertyOptional({ description: 'the sign-in form, when the client signs in locally' })
+  password?: string;
+
+  @ApiPropertyOptional({ description: "an identity provider's button: its name (the answer is a redirect to that provider)" })
+  idp?: string;
 }
