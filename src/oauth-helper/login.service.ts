@@ -110,18 +110,16 @@ export class LoginService {
     const request = await this.verify({ response_type: 'code', client_id: clientId, state });
     if ('kind' in request) return request;
     const { claims, client } = request;
-    const redirect = claims.redirect_url ? new URL(claims.redirect_url) : null;
-    if (redirect && !isRedirectAllowed(redirect, client.redirectPatterns)) return errorPage(`The device address is no longer allowed for this application. ${AGAIN}`);
+    const device = deviceAddress(request);
+    if (device && !(device instanceof URL)) return device;
     const link = { stateId: claims.jti, clientId: client.id, redirectUrl: claims.redirect_url ?? null, codeChallenge: claims.code_challenge ?? null, stateExpiresAt: new Date(claims.exp * 1000) };
     const code = await handOver(link);
     if (code === undefined) return alreadyUsed();
-    if (code === null || !redirect) {
+    if (code === null || !device) {
       this.approved.add(claims.jti, claims.exp * 1000);
       return { kind: 'page', status: 200, html: signedInPage({ clientName: client.name, providerName }) };
     }
-    redirect.searchParams.append('code', code);
-    redirect.searchParams.append('state', state);
-    return { kind: 'redirect', location: redirect.href };
+    return toDevice(device, { code, state });
   }
 
   /**
@@ -133,15 +131,12 @@ export class LoginService {
     if ('kind' in request) return request;
     const { claims, client } = request;
     if (!(await this.codes.deny({ stateId: claims.jti, clientId: client.id, redirectUrl: claims.redirect_url ?? null, stateExpiresAt: new Date(claims.exp * 1000) }))) return alreadyUsed();
-    if (!claims.redirect_url) {
+    const device = deviceAddress(request);
+    if (!device) {
       this.approved.add(claims.jti, claims.exp * 1000);
       return { kind: 'page', status: 200, html: messagePage('Sign-in cancelled', `${client.name} was not signed in. Return to your device: it will tell you the sign-in was cancelled.`) };
     }
-    const location = new URL(claims.redirect_url);
-    if (!isRedirectAllowed(location, client.redirectPatterns)) return errorPage(`The device address is no longer allowed for this application. ${AGAIN}`);
-    location.searchParams.append('error', 'access_denied');
-    location.searchParams.append('state', state);
-    return { kind: 'redirect', location: location.href };
+    return device instanceof URL ? toDevice(device, { error: 'access_denied', state }) : device;
   }
 
   /** The round trip to a provider the client signs in with: a redirect there, or the form again saying why not. */
@@ -158,7 +153,8 @@ export class LoginService {
     }
   }
 
-  private async complete({ client, state, claims }: VerifiedRequest, user: ApprovingUser, upstreamSessionId: string | null): Promise<AuthorizeOutcome> {
+  private async complete(request: VerifiedRequest, user: ApprovingUser, upstreamSessionId: string | null): Promise<AuthorizeOutcome> {
+    const { client, state, claims } = request;
     const approval = {
       stateId: claims.jti,
       clientId: client.id,
@@ -169,21 +165,16 @@ export class LoginService {
       stateExpiresAt: new Date(claims.exp * 1000),
       upstreamSessionId,
     };
-    if (!claims.redirect_url) {
+    const device = deviceAddress(request);
+    if (!device) {
       if (!(await this.codes.approveForPolling(approval))) return alreadyUsed();
       // Every instance hears of it by NOTIFY; this one knows at once, for a device polling here.
       this.approved.add(claims.jti, claims.exp * 1000);
       return { kind: 'page', status: 200, html: signedInPage({ clientName: client.name, username: displayNameOf(user) }) };
     }
-    // The state's signature proves the URL unchanged since it was checked; it is checked again
-    // in case an operator has removed the pattern since.
-    const location = new URL(claims.redirect_url);
-    if (!isRedirectAllowed(location, client.redirectPatterns)) return errorPage(`The device address is no longer allowed for this application. ${AGAIN}`);
+    if (!(device instanceof URL)) return device;
     const code = await this.codes.approveWithRedirect(approval);
-    if (!code) return alreadyUsed();
-    location.searchParams.append('code', code);
-    location.searchParams.append('state', state);
-    return { kind: 'redirect', location: location.href };
+    return code ? toDevice(device, { code, state }) : alreadyUsed();
   }
 
   /** The request's client, state and response type; an error page for anything wrong. */
@@ -222,4 +213,22 @@ export class LoginService {
     const formTargets = [...(device ? [device.origin] : []), ...(providers.length > 0 ? await this.methods.formTargets() : [])];
     return { kind: 'page', status, html, formTargets };
   }
+}
+
+/**
+ * Where the device waits, if it gave a redirect URL: checked again, as the state's signature
+ * proves it unchanged since it was checked but an operator may have removed its pattern since
+ * (then an error page). Undefined for a polling device.
+ */
+function deviceAddress({ client, claims }: VerifiedRequest): URL | AuthorizeOutcome | undefined {
+  if (!claims.redirect_url) return undefined;
+  const location = new URL(claims.redirect_url);
+  return isRedirectAllowed(location, client.redirectPatterns) ? location : errorPage(`The device address is no longer allowed for this application. ${AGAIN}`);
+}
+
+/** The browser sent to the device with `params` added (`code` and `state`, or `error` and `state`). */
+function toDevice(device: URL, params: Record<string, string>): AuthorizeOutcome {
+  const location = new URL(device);
+  for (const [name, value] of Object.entries(params)) location.searchParams.append(name, value);
+  return { kind: 'redirect', location: location.href };
 }
