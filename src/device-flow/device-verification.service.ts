@@ -6,6 +6,7 @@ import { csrfMatches, csrfRefusal, type HtmlPage } from '../common/html/html-rep
 import type { Requester } from '../common/http/requester.js';
 import { SecurityEvents } from '../common/logging/security-events.js';
 import { type SignInChoice, SignInMethods, onlyProvider } from '../identity-providers/sign-in-methods.service.js';
+import { NOT_OFFERED, providersOnly, providerUnavailable } from '../identity-providers/sign-in-messages.js';
 import { UpstreamFailure } from '../identity-providers/upstream-failure.js';
 import { UpstreamSignIn } from '../identity-providers/upstream-sign-in.service.js';
 import { messagePage } from '../common/html/page-layout.js';
@@ -141,12 +142,13 @@ export class DeviceVerificationService {
   /** The round trip to a provider the client signs in with: a redirect there, or the sign-in form again saying why not. */
   private async toProvider(found: FoundRequest, name: string, csrfToken: string, browser: BrowserBinding): Promise<VerificationOutcome> {
     const provider = found.methods.providers.find((candidate) => candidate.name === name);
-    if (!provider) return this.signInPage(found, csrfToken, 400, 'That way of signing in is not offered for this device. Choose one below.');
+    if (!provider) return this.signInPage(found, csrfToken, 400, NOT_OFFERED);
     try {
       return { location: await this.upstream.start(provider, { kind: 'device', userCode: found.userCode, clientId: found.client.id }, browser(), found.expiresAt) };
     } catch (error) {
       if (!(error instanceof UpstreamFailure)) throw error;
-      return page(503, messagePage(`${provider.displayName} is unavailable`, `${provider.displayName} cannot be reached right now. Try again in a moment.`), 5);
+      const { retryAfter, title, message } = providerUnavailable(provider);
+      return page(503, messagePage(title, message), retryAfter);
     }
   }
 
@@ -160,7 +162,7 @@ export class DeviceVerificationService {
   private async signIn(found: FoundRequest, { params, csrfToken, requester }: Submission): Promise<HtmlPage> {
     const username = params.get('username');
     const password = params.get('password');
-    if (!found.methods.local) return this.signInPage(found, csrfToken, 400, `${found.client.name} signs in through ${found.methods.providers.map((p) => p.displayName).join(' or ')} only.`);
+    if (!found.methods.local) return this.signInPage(found, csrfToken, 400, providersOnly(found.client.name, found.methods.providers));
     if (!username || !password) return this.signInPage(found, csrfToken, 400, 'Enter your username and password.', username);
     const attempt = await this.logins.attempt(username, password, { clientId: found.client.id, requester });
     if (attempt.outcome !== 'signed-in') {

@@ -6,6 +6,7 @@ import { csrfMatches, csrfRefusal, type HtmlPage } from '../common/html/html-rep
 import type { Requester } from '../common/http/requester.js';
 import { messagePage } from '../common/html/page-layout.js';
 import { type SignInChoice, SignInMethods, onlyProvider } from '../identity-providers/sign-in-methods.service.js';
+import { NOT_OFFERED, providersOnly, providerUnavailable } from '../identity-providers/sign-in-messages.js';
 import { UpstreamFailure } from '../identity-providers/upstream-failure.js';
 import { UpstreamSignIn } from '../identity-providers/upstream-sign-in.service.js';
 import { displayNameOf, type UserEntity } from '../users/user.entity.js';
@@ -39,7 +40,6 @@ const errorPage = (message: string, title = 'This sign-in link does not work'): 
   html: messagePage(title, message),
 });
 const AGAIN = 'Start the sign-in again from your device.';
-const messageOutcome = (status: number, title: string, message: string): AuthorizeOutcome & { kind: 'page' } => ({ kind: 'page', status, html: messagePage(title, message) });
 /** A stale tab or the browser's history: the user may already be done. */
 const alreadyUsed = () => errorPage(`This link has already been used to sign in. If your device is not signed in, ${AGAIN.toLowerCase()}`, 'This sign-in link was already used');
 
@@ -73,7 +73,7 @@ export class LoginService {
     }
     const idp = params.get('idp');
     if (idp !== undefined) return this.toProvider(request, idp, csrf.fresh, browser);
-    if (!request.methods.local) return this.form(request, csrf.fresh, 400, `${request.client.name} signs in through ${request.methods.providers.map((p) => p.displayName).join(' or ')} only.`);
+    if (!request.methods.local) return this.form(request, csrf.fresh, 400, providersOnly(request.client.name, request.methods.providers));
     const username = params.get('username');
     const password = params.get('password');
     if (!username || !password) return this.form(request, csrf.fresh, 400, 'Enter your username and password.', username);
@@ -142,14 +142,14 @@ export class LoginService {
   /** The round trip to a provider the client signs in with: a redirect there, or the form again saying why not. */
   private async toProvider(request: VerifiedRequest, name: string, csrfToken: string, browser: BrowserBinding): Promise<AuthorizeOutcome> {
     const provider = request.methods.providers.find((candidate) => candidate.name === name);
-    if (!provider) return this.form(request, csrfToken, 400, 'That way of signing in is not offered for this application. Choose one below.');
+    if (!provider) return this.form(request, csrfToken, 400, NOT_OFFERED);
     try {
       const purpose = { kind: 'helper', state: request.state, clientId: request.client.id } as const;
       return { kind: 'redirect', location: await this.upstream.start(provider, purpose, browser(), new Date(request.claims.exp * 1000)) };
     } catch (error) {
       if (!(error instanceof UpstreamFailure)) throw error;
-      const unreachable = `${provider.displayName} cannot be reached right now. Try again in a moment.`;
-      return { ...messageOutcome(503, `${provider.displayName} is unavailable`, unreachable), retryAfter: 5 };
+      const { retryAfter, title, message } = providerUnavailable(provider);
+      return { kind: 'page', status: 503, html: messagePage(title, message), retryAfter };
     }
   }
 
