@@ -93,7 +93,8 @@ describe('client:update', () => {
       else expectFailure(run, message);
     }
     expect(await storedClient(client.id)).toEqual(before);
-  });
+    // Twelve CLI runs in a row (about a second each): room for a slow machine.
+  }, 90_000);
 
   it('fails for an unknown id, and for a name with control characters no id can have', async () => {
     expectFailure(await runCli(['client:update', 'no-such-client', '--name', 'x']), /no client with id "no-such-client"/);

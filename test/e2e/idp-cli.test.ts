@@ -65,7 +65,10 @@ afterAll(async () => {
   if (cwd) await rm(cwd, { recursive: true, force: true });
 });
 
-describe('idp:create', () => {
+/** Each test runs the CLI (a process of about a second) up to twenty times in a row: room for a slow machine. */
+const CLI_RUNS_TIMEOUT = 90_000;
+
+describe('idp:create', { timeout: CLI_RUNS_TIMEOUT }, () => {
   it('registers a provider whose discovery document checks out and prints exactly its view, its redirect_uri under FRONTEND_URL', async () => {
     const secret = newSecret('corp');
     const created = parseSuccess<ProviderView>(
@@ -154,7 +157,7 @@ describe('idp:create', () => {
   });
 });
 
-describe('idp:update, idp:rotate-secret, idp:delete', () => {
+describe('idp:update, idp:rotate-secret, idp:delete', { timeout: CLI_RUNS_TIMEOUT }, () => {
   it('idp:update changes what is given and nothing else; a bad value changes nothing', async () => {
     const before = parseSuccess<ProviderView>(await runCli(['idp:show', 'defaults']));
     const updated = parseSuccess<ProviderView>(await runCli(['idp:update', 'defaults', '--display-name', 'Fleet staff', '--scope', 'openid', '--scope', 'profile', '--mode', 'relay']));
@@ -209,7 +212,7 @@ describe('idp:update, idp:rotate-secret, idp:delete', () => {
   });
 });
 
-describe('--sign-in', () => {
+describe('--sign-in', { timeout: CLI_RUNS_TIMEOUT }, () => {
   it('client:create takes local and registered providers, as options and as the sign-in field of --file; an unknown one creates nothing', async () => {
     const created = parseSuccess<ClientView>(await runCli(['client:create', '--name', 'Bridge display', '--sign-in', 'corp']));
     expect(created.sign_in_methods).toEqual(['corp']);
@@ -255,7 +258,7 @@ describe('--sign-in', () => {
   });
 });
 
-describe('tables and user views', () => {
+describe('tables and user views', { timeout: CLI_RUNS_TIMEOUT }, () => {
   it('idp:list and idp:show print tables within 100 columns', async () => {
     const list = await runCli(['idp:list', '--format', 'table']);
     expect(list.code, list.stderr).toBe(0);
