@@ -77,7 +77,8 @@ export class RelayHandOversRepository {
   async pickUp(stateId: string, clientId: string, codeHash: Buffer, codeLifetimeSeconds: number): Promise<boolean> {
     const [, affected]: [unknown, number] = await this.dataSource.query(
       `UPDATE relay_hand_overs SET code_hash = $3, expires_at = now() + make_interval(secs => $4)
-       WHERE state_id = $1 AND client_id = $2 AND code_hash IS NULL AND expires_at > now()`,
+       WHERE state_id = $1 AND client_id = $2 AND code_hash IS NULL AND expires_at > now()
+         AND EXISTS (SELECT 1 FROM clients WHERE id = $2 AND enabled)`,
       [stateId, clientId, codeHash, codeLifetimeSeconds],
     );
     return affected === 1;

@@ -137,7 +137,8 @@ export class RelayService {
       manager,
       [
         { hash: sha256(tokens.access_token), kind: 'access_token', lifetimeSeconds: Math.max(expiresIn, 60) },
-        ...(tokens.refresh_token ? [{ hash: sha256(tokens.refresh_token), kind: 'refresh_token' as const, lifetimeSeconds: this.env.REFRESH_TOKEN_TTL }] : []),
+        // A refresh token the provider kept is recorded again: its life here starts over, as at the provider.
+        ...(refreshToken ? [{ hash: sha256(refreshToken), kind: 'refresh_token' as const, lifetimeSeconds: this.env.REFRESH_TOKEN_TTL }] : []),
       ],
       clientId,
       provider,

@@ -14,7 +14,7 @@ export class RelayedTokensRepository {
     for (const token of tokens) {
       await manager.query(
         `INSERT INTO relayed_tokens (token_hash, kind, client_id, provider, expires_at) VALUES ($1, $2, $3, $4, now() + make_interval(secs => $5))
-         ON CONFLICT (token_hash) DO NOTHING`,
+         ON CONFLICT (token_hash) DO UPDATE SET expires_at = EXCLUDED.expires_at WHERE relayed_tokens.client_id = EXCLUDED.client_id`,
         [token.hash, token.kind, clientId, provider, token.lifetimeSeconds],
       );
     }

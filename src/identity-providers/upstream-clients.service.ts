@@ -42,14 +42,9 @@ export class UpstreamClients {
    * as for a registration: an UpstreamFailure saying what is wrong otherwise.
    */
   async check(issuer: string, clientId: string, secret: string | null): Promise<oidc.ServerMetadata> {
-    const configuration = await this.discover(issuer, clientId, secret);
-    const metadata = configuration.serverMetadata();
+    const metadata = (await this.discover(issuer, clientId, secret)).serverMetadata();
     // Exactly as typed: users are linked by it, and a trailing slash makes another issuer (OpenID Connect Discovery §4.3).
     if (metadata.issuer !== issuer) throw UpstreamFailure.invalid(`its discovery document names the issuer ${metadata.issuer}, not ${issuer} as given`);
-    if (!metadata.authorization_endpoint || !metadata.token_endpoint) throw UpstreamFailure.invalid('its discovery document has no authorization or token endpoint');
-    if (!metadata.jwks_uri) throw UpstreamFailure.invalid('its discovery document has no jwks_uri, so its ID tokens cannot be checked');
-    const challenges = metadata.code_challenge_methods_supported;
-    if (challenges && !challenges.includes('S256')) throw UpstreamFailure.invalid('it does not support PKCE with S256');
     return metadata;
   }
 
@@ -102,6 +97,7 @@ export class UpstreamClients {
       throw UpstreamFailure.from(error);
     }
     const metadata = found.serverMetadata();
+    checkMetadata(metadata);
     const configuration = new oidc.Configuration(metadata, clientId, { [oidc.clockTolerance]: this.env.IDP_CLOCK_TOLERANCE }, secret === null ? oidc.None() : clientAuthentication(metadata, secret));
     // Bounded by boundedFetch alone: openid-client's own timeout gives each call a new AbortSignal,
     // and oauth4webapi shares a pending JWKS request only with calls of the same signal, so
@@ -120,4 +116,17 @@ export class UpstreamClients {
 function clientAuthentication(metadata: oidc.ServerMetadata, secret: string): oidc.ClientAuth {
   const supported = metadata.token_endpoint_auth_methods_supported;
   return supported && !supported.includes('client_secret_basic') && supported.includes('client_secret_post') ? oidc.ClientSecretPost(secret) : oidc.ClientSecretBasic(secret);
+}
+
+/**
+ * What the round trip needs of a discovery document, checked at registration and at every
+ * rediscovery (a provider may change it): an UpstreamFailure saying what is missing.
+ */
+function checkMetadata(metadata: oidc.ServerMetadata): void {
+  const endpoints = { authorization_endpoint: metadata.authorization_endpoint, token_endpoint: metadata.token_endpoint, jwks_uri: metadata.jwks_uri };
+  for (const [name, value] of Object.entries(endpoints)) {
+    if (typeof value !== 'string' || !URL.canParse(value)) throw UpstreamFailure.invalid(`its discovery document has no valid ${name}${name === 'jwks_uri' ? ', so its ID tokens cannot be checked' : ''}`);
+  }
+  const challenges = metadata.code_challenge_methods_supported;
+  if (challenges && !challenges.includes('S256')) throw UpstreamFailure.invalid('it does not support PKCE with S256');
 }

@@ -66,6 +66,9 @@ export class UpstreamSignIn {
       nonce,
       code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
       code_challenge_method: 'S256',
+      // Always the provider's sign-in page, never a silent single sign-on: whoever opens a device's
+      // link acts for that device, as typing a password does on the service's own page.
+      prompt: 'login',
     }).href;
   }
 

@@ -76,6 +76,10 @@ export class UpstreamCallbackService {
         this.events.emit('upstream.cancelled', { reason: 'provider_error', provider: result.provider.name, error: result.error, clientId: result.purpose.clientId }, requester);
         return this.cancel(result.purpose, csrfToken);
       case 'signed-in':
+        // The client may have stopped signing in through this provider since the sign-in started.
+        if (!(await this.clients.find(result.purpose.clientId))?.signIn.includes(result.provider.name)) {
+          return pageOf(400, 'This sign-in does not work', `This application no longer signs in through ${result.provider.displayName}. ${AGAIN}`);
+        }
         if (result.provider.mode === 'relay') return this.relay(result.provider, result.purpose, result.identity, csrfToken, requester);
         return this.broker(result.provider, result.purpose, result.identity, csrfToken, requester);
     }
