@@ -61,6 +61,7 @@ export class IdentityProviders1795360000000 implements MigrationInterface {
         user_id uuid NOT NULL REFERENCES portal_users (id) ON DELETE CASCADE,
         refresh_token_sealed bytea,
         checked_at timestamptz NOT NULL DEFAULT now(),
+        checking_until timestamptz,
         created_at timestamptz NOT NULL DEFAULT now()
       )`);
     for (const table of ['authorizations', 'authorization_codes', 'device_codes', 'grants']) {

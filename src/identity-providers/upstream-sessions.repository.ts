@@ -1,15 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import type { DataSource, EntityManager } from 'typeorm';
+import type { DataSource } from 'typeorm';
 
 /** A brokered sign-in's link to its provider, as the refresh re-check reads it. */
 export interface UpstreamSession {
   id: string;
   provider: string;
   refreshTokenSealed: Buffer | null;
-  /** Whether IDP_RECHECK_INTERVAL has passed since the last check. */
-  due: boolean;
 }
 
 /** The context an upstream session's refresh token is sealed under. */
@@ -30,18 +28,37 @@ export class UpstreamSessionsRepository {
     return id;
   }
 
-  /** The session of a grant, locked until the caller's transaction ends (one re-check at a time). */
-  async lockOfGrant(manager: EntityManager, grantId: string, recheckIntervalSeconds: number): Promise<UpstreamSession | undefined> {
-    const [row]: { id: string; provider: string; refresh_token_sealed: Buffer | null; due: boolean }[] = await manager.query(
-      `SELECT s.id, s.provider, s.refresh_token_sealed, s.checked_at <= now() - make_interval(secs => $2) AS due
-       FROM grants g JOIN upstream_sessions s ON s.id = g.upstream_session_id WHERE g.id = $1 FOR UPDATE OF s`,
+  /**
+   * The session of a grant when a re-check is due, leased to this caller for `leaseSeconds` (no
+   * transaction stays open while the provider is asked): one re-check at a time. 'busy' while
+   * another caller's lease runs; undefined when no re-check is due (or the grant has no session).
+   */
+  async leaseDue(grantId: string, recheckIntervalSeconds: number, leaseSeconds: number): Promise<UpstreamSession | 'busy' | undefined> {
+    const [[leased]]: [{ id: string; provider: string; refresh_token_sealed: Buffer | null }[], number] = await this.dataSource.query(
+      `UPDATE upstream_sessions s SET checking_until = now() + make_interval(secs => $3)
+       FROM grants g
+       WHERE g.id = $1 AND s.id = g.upstream_session_id AND s.checked_at <= now() - make_interval(secs => $2)
+         AND (s.checking_until IS NULL OR s.checking_until <= now())
+       RETURNING s.id, s.provider, s.refresh_token_sealed`,
+      [grantId, recheckIntervalSeconds, leaseSeconds],
+    );
+    if (leased) return { id: leased.id, provider: leased.provider, refreshTokenSealed: leased.refresh_token_sealed };
+    const [busy] = await this.dataSource.query(
+      `SELECT 1 FROM grants g JOIN upstream_sessions s ON s.id = g.upstream_session_id
+       WHERE g.id = $1 AND s.checked_at <= now() - make_interval(secs => $2) AND s.checking_until > now()`,
       [grantId, recheckIntervalSeconds],
     );
-    return row && { id: row.id, provider: row.provider, refreshTokenSealed: row.refresh_token_sealed, due: row.due };
+    return busy ? 'busy' : undefined;
   }
 
-  /** The provider confirmed the user: the time, and its rotated refresh token if it gave one. */
-  async checked(manager: EntityManager, id: string, refreshTokenSealed: Buffer | null): Promise<void> {
-    await manager.query('UPDATE upstream_sessions SET checked_at = now(), refresh_token_sealed = COALESCE($2, refresh_token_sealed) WHERE id = $1', [id, refreshTokenSealed]);
+  /** The re-check is over: when the provider confirmed the user, the time and its rotated refresh token (if it gave one). */
+  async release(id: string, confirmed: { refreshTokenSealed: Buffer | null } | null): Promise<void> {
+    await this.dataSource.query(
+      `UPDATE upstream_sessions SET checking_until = NULL,
+         checked_at = CASE WHEN $2 THEN now() ELSE checked_at END,
+         refresh_token_sealed = CASE WHEN $2 THEN COALESCE($3, refresh_token_sealed) ELSE refresh_token_sealed END
+       WHERE id = $1`,
+      [id, confirmed !== null, confirmed?.refreshTokenSealed ?? null],
+    );
   }
 }

@@ -47,7 +47,7 @@ export class Metrics {
 
   readonly upstreamRechecks = new Counter({
     name: 'upstream_rechecks_total',
-    help: 'Re-checks of brokered users at their provider before a refresh, by outcome: confirmed, refused (the grant revoked), unreachable (503)',
+    help: 'Re-checks of brokered users at their provider before a refresh, by outcome: confirmed, refused (the grant revoked), unreachable (503), busy (another refresh of the grant was checking: 503)',
     labelNames: ['outcome'] as const,
     registers: [this.registry],
   });

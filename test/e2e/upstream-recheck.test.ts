@@ -83,6 +83,26 @@ describe('the re-check of a brokered user at each refresh', () => {
     expect(back.status).toBe(200);
   });
 
+  it('holds no transaction while the provider answers slowly, and tells a concurrent refresh of the grant to try again', async () => {
+    const first = await signIn(ALICE);
+    upstream.pause();
+    try {
+      const slow = token({ grant_type: 'refresh_token', refresh_token: first.refresh_token });
+      // While the provider keeps the first refresh waiting (IDP_HTTP_TIMEOUT_MS is 1 s here)…
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const database = new URL(app.databaseUrl).pathname.slice(1);
+      const idle = await query<{ count: number }>(app.databaseUrl, "SELECT count(*)::int AS count FROM pg_stat_activity WHERE datname = $1 AND state = 'idle in transaction'", [database]);
+      expect(idle).toEqual([{ count: 0 }]);
+      const concurrent = await token({ grant_type: 'refresh_token', refresh_token: first.refresh_token });
+      expect(concurrent).toMatchObject({ status: 503, body: { error: 'temporarily_unavailable' } });
+      expect(await slow).toMatchObject({ status: 503, body: { error: 'temporarily_unavailable' } });
+    } finally {
+      // The provider then answers the refresh it was holding, too late: its rotated refresh token is
+      // lost to the service, so this grant's next re-check would fail. Nothing more is asked of it here.
+      upstream.resume();
+    }
+  });
+
   it("ends the grant when the user's account is deleted at the provider: invalid_grant, and its stream closes", async () => {
     const first = await signIn(BOB);
     const stream = await openStream(app.baseUrl, first.access_token);

@@ -49,6 +49,7 @@ export class RefreshTokenGrant implements GrantHandler<UserTokenResponse | Relay
     const recheck = await this.upstream.check(grant.grant_id);
     this.metrics.upstreamRechecks.inc({ outcome: recheck.outcome });
     if (recheck.outcome === 'confirmed') return;
+    if (recheck.outcome === 'busy') throw new OAuthError('temporarily_unavailable', "another refresh of this grant is checking the user at their identity provider: try again shortly");
     const failed = { provider: recheck.provider, clientId: client.id, userId: grant.user_id, grantId: grant.grant_id };
     if (recheck.outcome === 'unreachable') {
       this.events.emit('upstream.recheck_failed', { reason: 'unreachable', ...failed, grantRevoked: false }, requester);
