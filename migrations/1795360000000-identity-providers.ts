@@ -76,7 +76,9 @@ export class IdentityProviders1795360000000 implements MigrationInterface {
     await queryRunner.query('ALTER TABLE authorizations ADD CONSTRAINT authorizations_outcome CHECK (user_id IS NOT NULL OR denied_at IS NOT NULL OR relayed)');
     // A device code decided at an identity provider has no local user: cancelled there, or relayed
     // (the provider's tokens wait in relay_hand_overs).
-    await queryRunner.query('ALTER TABLE device_codes ADD COLUMN upstream_decided_at timestamptz, DROP CONSTRAINT device_codes_check');
+    // …and a relayed sign-in's approval form has its one-time value without a local user (device_codes_check1).
+    await queryRunner.query('ALTER TABLE device_codes ADD COLUMN upstream_decided_at timestamptz, DROP CONSTRAINT device_codes_check, DROP CONSTRAINT device_codes_check1');
+    await queryRunner.query('ALTER TABLE device_codes ADD CONSTRAINT device_codes_signed_in CHECK (signed_in_user_id IS NULL OR approval_nonce_hash IS NOT NULL)');
     await queryRunner.query(`ALTER TABLE device_codes ADD CONSTRAINT device_codes_decided_by CHECK ((status = 'pending') = (user_id IS NULL AND upstream_decided_at IS NULL))`);
     await queryRunner.query(`
       CREATE TABLE relay_hand_overs (
@@ -113,7 +115,9 @@ export class IdentityProviders1795360000000 implements MigrationInterface {
     await queryRunner.query(`DELETE FROM device_codes WHERE upstream_decided_at IS NOT NULL`);
     await queryRunner.query('DELETE FROM authorizations WHERE user_id IS NULL');
     await queryRunner.query('ALTER TABLE authorizations DROP CONSTRAINT authorizations_outcome, DROP COLUMN denied_at, DROP COLUMN relayed, ALTER COLUMN user_id SET NOT NULL');
-    await queryRunner.query('ALTER TABLE device_codes DROP CONSTRAINT device_codes_decided_by, DROP COLUMN upstream_decided_at');
+    await queryRunner.query('UPDATE device_codes SET approval_nonce_hash = NULL WHERE signed_in_user_id IS NULL');
+    await queryRunner.query('ALTER TABLE device_codes DROP CONSTRAINT device_codes_decided_by, DROP CONSTRAINT device_codes_signed_in, DROP COLUMN upstream_decided_at');
+    await queryRunner.query('ALTER TABLE device_codes ADD CONSTRAINT device_codes_check1 CHECK ((signed_in_user_id IS NULL) = (approval_nonce_hash IS NULL))');
     await queryRunner.query(`ALTER TABLE device_codes ADD CONSTRAINT device_codes_check CHECK ((status = 'pending') = (user_id IS NULL))`);
     for (const table of ['authorizations', 'authorization_codes', 'device_codes', 'grants']) {
       await queryRunner.query(`ALTER TABLE ${table} DROP COLUMN upstream_session_id`);

@@ -59,7 +59,7 @@ const scopeItem = (scope: string, descriptions: Record<string, string>) =>
 
 /** Step 3: the decision, naming the client and the scopes (RFC 8628 §5.4: the user confirms what the device asks). */
 export function approvalPage(
-  view: DeviceRequestView & { username: string; scopes: string[]; scopeDescriptions: Record<string, string>; approvalNonce: string; providerName?: string },
+  view: DeviceRequestView & { username?: string; scopes: string[]; scopeDescriptions: Record<string, string>; approvalNonce: string; providerName?: string },
 ): string {
   const asks = view.scopes.length
     ? `<p>It asks for these permissions:</p>\n<ul class="scopes">${view.scopes.map((scope) => scopeItem(scope, view.scopeDescriptions)).join('')}</ul>`
@@ -67,7 +67,7 @@ export function approvalPage(
   return pageLayout(
     `Connect ${view.clientName}?`,
     `<h1>Connect <strong>${escapeHtml(view.clientName)}</strong>?</h1>
-<p>You are signed in as <strong>${escapeHtml(view.username)}</strong>${view.providerName ? ` with ${escapeHtml(view.providerName)}` : ''}.</p>
+<p>You are signed in${view.username ? ` as <strong>${escapeHtml(view.username)}</strong>` : ''}${view.providerName ? ` with ${escapeHtml(view.providerName)}` : ''}.</p>
 ${asks}
 <p>Approve only if you started this on your device and it shows this code:</p>
 <p class="code">${displayUserCode(view.userCode)}</p>
@@ -82,9 +82,11 @@ ${hiddenInput('approval', view.approvalNonce)}
 }
 
 /** The end: the decision, naming the device and the account it was for. */
-export function decidedPage(decision: 'approved' | 'denied', view: { clientName: string; username: string }): string {
-  const [client, account] = [`<strong>${escapeHtml(view.clientName)}</strong>`, `<strong>${escapeHtml(view.username)}</strong>`];
+export function decidedPage(decision: 'approved' | 'denied', view: { clientName: string; username: string | null }): string {
+  // A relayed sign-in has no account here: the provider's own tokens go to the device.
+  const client = `<strong>${escapeHtml(view.clientName)}</strong>`;
+  const account = view.username === null ? null : `<strong>${escapeHtml(view.username)}</strong>`;
   return decision === 'approved'
-    ? pageLayout('Device connected', `<h1>Device connected</h1>\n<p>${client} is now signed in as ${account}. Return to your device: it will finish by itself.</p>`)
-    : pageLayout('Request denied', `<h1>Request denied</h1>\n<p>${client} was not connected to your account (${account}). You can close this page.</p>`);
+    ? pageLayout('Device connected', `<h1>Device connected</h1>\n<p>${client} is now signed in${account ? ` as ${account}` : ''}. Return to your device: it will finish by itself.</p>`)
+    : pageLayout('Request denied', `<h1>Request denied</h1>\n<p>${client} was not connected to your account${account ? ` (${account})` : ''}. You can close this page.</p>`);
 }

@@ -124,11 +124,18 @@ export class DeviceVerificationService {
     return this.approvalFor(found, user, upstreamSessionId, csrfToken);
   }
 
-  /** Relay mode: the provider's tokens wait for the device's next poll (`handOver` false: the code no longer waited). */
-  async upstreamRelayed(userCode: string, clientName: string, providerName: string, handOver: () => Promise<boolean>, csrfToken: string): Promise<HtmlPage> {
-    if (!(await handOver())) return (await this.whyNoLongerPending(userCode, csrfToken)) ?? page(400, codeEntryPage({ csrfToken, error: codeMessages.expired(userCode) }));
-    this.metrics.deviceAuthorizations.inc({ event: 'approved' });
-    return page(200, messagePage('Device connected', `${clientName} is now signed in with your ${providerName} account. Return to your device: it will finish by itself.`));
+  /**
+   * Relay mode: the provider's tokens wait, and the user approves or denies on the same form as
+   * after any sign-in (RFC 8628 §5.4: they see which client asks, for what, with which code).
+   * `handOver` keeps the tokens for the form's one-time value; false: the code no longer waited.
+   */
+  async upstreamRelayed(typedCode: string, providerName: string, handOver: (approvalNonceHash: Buffer) => Promise<boolean>, csrfToken: string, requester: Requester): Promise<HtmlPage> {
+    const found = await this.find(typedCode, requester.address, csrfToken);
+    if ('html' in found) return found;
+    const approvalNonce = randomToken(32);
+    if (!(await handOver(sha256(approvalNonce)))) return (await this.whyNoLongerPending(found.userCode, csrfToken)) ?? this.signInPage(found, csrfToken, 400, 'Please sign in again.');
+    const scopes = found.scope?.split(' ') ?? [];
+    return page(200, approvalPage({ ...this.view(found, csrfToken), scopes, scopeDescriptions: found.client.scopeDescriptions, approvalNonce, providerName }));
   }
 
   /** The sign-in was cancelled at the provider: the device's poll is answered access_denied. */
@@ -199,8 +206,8 @@ export class DeviceVerificationService {
     }
     this.metrics.deviceAuthorizations.inc({ event: decision });
     if (decision === 'denied') this.events.emit('device.denied', { reason: 'user_denied', clientId: found.client.id, userId: decided.userId }, requester);
-    // The form's one-time value is the latest sign-in's (a code with one always names its user), so that user decided.
-    return page(200, decidedPage(decision, { clientName: found.client.name, username: found.signedInUsername! }));
+    // The form's one-time value is the latest sign-in's: its user decided (none for a relayed sign-in, whose account stays the provider's).
+    return page(200, decidedPage(decision, { clientName: found.client.name, username: found.signedInUsername }));
   }
 
   /** The request a typed code names, or the code form again saying why not. */

@@ -54,20 +54,25 @@ export class RelayHandOversRepository {
     });
   }
 
-  /** The device code a user code names ended relayed (false when it no longer waited). */
-  async forDevice(hand: { userCode: string; provider: string }, seal: (id: string) => Buffer): Promise<boolean> {
+  /**
+   * A user signed in at a provider for a device code that still waits: the provider's answer is
+   * kept for it (replacing an earlier sign-in's), and only the approval form carrying the value
+   * whose hash is stored may decide, as after a local sign-in. False when it no longer waited.
+   */
+  async forDevice(hand: { userCode: string; provider: string; approvalNonceHash: Buffer }, seal: (id: string) => Buffer): Promise<boolean> {
     const id = randomUUID();
     return this.dataSource.transaction(async (manager) => {
-      const [[approved]]: [{ device_code_hash: Buffer; client_id: string; expires_at: Date }[], number] = await manager.query(
-        `UPDATE device_codes SET status = 'approved', upstream_decided_at = now(), decided_at = now()
+      const [[waiting]]: [{ device_code_hash: Buffer; client_id: string; expires_at: Date }[], number] = await manager.query(
+        `UPDATE device_codes SET signed_in_user_id = NULL, upstream_session_id = NULL, approval_nonce_hash = $2
          WHERE user_code = $1 AND status = 'pending' AND voided_at IS NULL AND expires_at > now()
          RETURNING device_code_hash, client_id, expires_at`,
-        [hand.userCode],
+        [hand.userCode, hand.approvalNonceHash],
       );
-      if (!approved) return false;
+      if (!waiting) return false;
       await manager.query(
-        'INSERT INTO relay_hand_overs (id, client_id, provider, token_response_sealed, device_code_hash, expires_at) VALUES ($1, $2, $3, $4, $5, $6)',
-        [id, approved.client_id, hand.provider, seal(id), approved.device_code_hash, approved.expires_at],
+        `INSERT INTO relay_hand_overs (id, client_id, provider, token_response_sealed, device_code_hash, expires_at) VALUES ($1, $2, $3, $4, $5, $6)
+         ON CONFLICT (device_code_hash) DO UPDATE SET id = EXCLUDED.id, provider = EXCLUDED.provider, token_response_sealed = EXCLUDED.token_response_sealed`,
+        [id, waiting.client_id, hand.provider, seal(id), waiting.device_code_hash, waiting.expires_at],
       );
       return true;
     });

@@ -54,8 +54,9 @@ export class RelayService {
     return stored ? code : undefined;
   }
 
-  handOverToDevice(provider: IdentityProviderEntity, userCode: string, tokens: oidc.TokenEndpointResponse): Promise<boolean> {
-    return this.handOvers.forDevice({ userCode, provider: provider.name }, (id) => this.vault.seal(relayContext(id), JSON.stringify(tokens)));
+  /** A device code's provider answer, kept until its user approves on the form with `approvalNonceHash`; false when the code no longer waits. */
+  handOverToDevice(provider: IdentityProviderEntity, userCode: string, tokens: oidc.TokenEndpointResponse, approvalNonceHash: Buffer): Promise<boolean> {
+    return this.handOvers.forDevice({ userCode, provider: provider.name, approvalNonceHash }, (id) => this.vault.seal(relayContext(id), JSON.stringify(tokens)));
   }
 
   /** A polling helper device's code for a relayed link, once; null otherwise. */

@@ -141,6 +141,8 @@ export class DeviceCodesRepository {
          AND u.tokens_valid_after IS NOT DISTINCT FROM $4`,
       [userCode, userId, approvalNonceHash, userStamp, upstreamSessionId],
     );
+    // A relayed sign-in this one replaces leaves nothing behind.
+    if (affected === 1) await this.dataSource.query('DELETE FROM relay_hand_overs WHERE device_code_hash = (SELECT device_code_hash FROM device_codes WHERE user_code = $1)', [userCode]);
     return affected === 1;
   }
 
@@ -161,11 +163,17 @@ export class DeviceCodesRepository {
    * The signed-in user's decision, once: the deciding user, or null when the code is no longer
    * pending (decided, expired, unknown) or the approval form is not the latest sign-in's.
    */
-  async decide(userCode: string, approvalNonceHash: Buffer, decision: 'approved' | 'denied'): Promise<{ userId: string } | null> {
-    const [[row]]: [{ user_id: string }[], number] = await this.dataSource.query(
-      `UPDATE device_codes SET status = $3, user_id = signed_in_user_id, decided_at = now()
-       WHERE user_code = $1 AND approval_nonce_hash = $2 AND status = 'pending' AND voided_at IS NULL AND expires_at > now()
-       RETURNING user_id`,
+  async decide(userCode: string, approvalNonceHash: Buffer, decision: 'approved' | 'denied'): Promise<{ userId: string | null } | null> {
+    // A relayed sign-in's form has no local user: decided at the provider's word, whose tokens
+    // wait in relay_hand_overs until the device's poll, or are erased at once when denied.
+    const [row]: { user_id: string | null }[] = await this.dataSource.query(
+      `WITH decided AS (
+         UPDATE device_codes SET status = $3, user_id = signed_in_user_id, decided_at = now(),
+           upstream_decided_at = CASE WHEN signed_in_user_id IS NULL THEN now() END
+         WHERE user_code = $1 AND approval_nonce_hash = $2 AND status = 'pending' AND voided_at IS NULL AND expires_at > now()
+         RETURNING device_code_hash, user_id),
+       erased AS (DELETE FROM relay_hand_overs h USING decided d WHERE $3 = 'denied' AND h.device_code_hash = d.device_code_hash)
+       SELECT user_id FROM decided`,
       [userCode, approvalNonceHash, decision],
     );
     return row ? { userId: row.user_id } : null;

@@ -237,13 +237,18 @@ describe('relay mode through a real identity provider', () => {
     }
   });
 
-  it("gives an RFC 8628 device the provider's tokens in the same shape after the provider's sign-in, and says Device connected", async () => {
+  it("gives an RFC 8628 device the provider's tokens in the same shape once the user approves after the provider's sign-in, and says Device connected", async () => {
     const authorization = await startDeviceAuthorization(app, deviceClient);
     expect((await pollDeviceToken(app, deviceClient, authorization.device_code)).body).toMatchObject({ error: 'authorization_pending' });
     await inBrowser(async (page) => {
       await page.goto(authorization.verification_uri_complete);
       await page.getByRole('button', { name: 'Continue' }).click();
       await signInAtUpstream(page, { username: ALICE.preferred_username, password: ALICE.password });
+      // RFC 8628 §5.4: the user sees which client asks, with which code, before anything is handed over.
+      await expect.poll(() => page.locator('h1').textContent(), { timeout: 5000 }).toMatch(/^Connect .+\?$/);
+      expect(await page.locator('main p').first().textContent()).toBe('You are signed in with Corp SSO.');
+      expect(await query(app.databaseUrl, 'SELECT status FROM device_codes WHERE user_code = $1', [authorization.user_code.replace('-', '')])).toEqual([{ status: 'pending' }]);
+      await page.getByRole('button', { name: 'Approve' }).click();
       await expect.poll(() => page.locator('h1').textContent(), { timeout: 5000 }).toBe('Device connected');
     });
     const polled = await pollDeviceToken(app, deviceClient, authorization.device_code);
@@ -255,6 +260,22 @@ describe('relay mode through a real identity provider', () => {
     const again = await pollDeviceToken(app, deviceClient, authorization.device_code);
     expect(again.status).toBe(400);
     expect(again.body).not.toHaveProperty('access_token');
+  });
+
+  it("erases the provider's tokens when the user denies the device after signing in there; the device gets access_denied", async () => {
+    const authorization = await startDeviceAuthorization(app, deviceClient);
+    await inBrowser(async (page) => {
+      await page.goto(authorization.verification_uri_complete);
+      await page.getByRole('button', { name: 'Continue' }).click();
+      await signInAtUpstream(page, { username: ALICE.preferred_username, password: ALICE.password });
+      await page.getByRole('button', { name: 'Deny' }).click();
+      await expect.poll(() => page.locator('h1').textContent(), { timeout: 5000 }).toBe('Request denied');
+    });
+    expect((await pollDeviceToken(app, deviceClient, authorization.device_code)).body).toMatchObject({ error: 'access_denied' });
+    const userCode = authorization.user_code.replace('-', '');
+    expect(await query(app.databaseUrl, 'SELECT status FROM device_codes WHERE user_code = $1', [userCode])).toEqual([{ status: 'denied' }]);
+    const left = await query(app.databaseUrl, 'SELECT 1 FROM relay_hand_overs h JOIN device_codes d ON d.device_code_hash = h.device_code_hash WHERE d.user_code = $1', [userCode]);
+    expect(left).toEqual([]);
   });
 
   it('forwards a refresh to the provider: a new access token in the same shape, the rotated refresh token works next and the old one is invalid_grant', async () => {

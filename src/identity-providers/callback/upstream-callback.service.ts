@@ -96,8 +96,13 @@ export class UpstreamCallbackService {
     if (purpose.kind === 'helper') {
       return fromHelper(await this.login.completeRelayed(purpose.state, purpose.clientId, provider.displayName, (link) => this.relayed.handOverToHelper(provider, link, identity.tokens)));
     }
-    const clientName = (await this.clients.find(purpose.clientId))?.name ?? 'The device';
-    const page = await this.verification.upstreamRelayed(purpose.userCode, clientName, provider.displayName, () => this.relayed.handOverToDevice(provider, purpose.userCode, identity.tokens), csrfToken);
+    const page = await this.verification.upstreamRelayed(
+      purpose.userCode,
+      provider.displayName,
+      (approvalNonceHash) => this.relayed.handOverToDevice(provider, purpose.userCode, identity.tokens, approvalNonceHash),
+      csrfToken,
+      requester,
+    );
     return { kind: 'page', page, deviceForm: true };
   }
 
