@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { TestClient } from '../factories/oauth.factory.js';
 import { issueState } from '../factories/state.factory.js';
-import { createSignInClient, issuedRows, linkedUser, newKek, registerProvider } from '../factories/upstream.factory.js';
+import { createSignInClient, issuedRows, linkedUser, newKek, registerProvider, throughForgingProvider } from '../factories/upstream.factory.js';
 import { startTestApp, type TestApp } from '../setup/test-app.js';
 import { type ForgedAnswer, type ForgingProvider, startForgingProvider } from '../setup/upstream/forging-provider.js';
 
@@ -48,14 +48,7 @@ describe('the checks of the provider’s answer (ID token)', () => {
   /** The helper flow's sign-in link opened by a browser without JavaScript: to the provider, straight back, then the callback's page. */
   async function signIn() {
     const config = await issueState(app, client.id);
-    const start = await fetch(config.authorize_url, { redirect: 'manual' });
-    expect(start.status).toBe(302);
-    const cookie = start.headers
-      .getSetCookie()
-      .map((line) => line.split(';')[0])
-      .join('; ');
-    const atProvider = await fetch(start.headers.get('location')!, { redirect: 'manual' });
-    const callback = await fetch(atProvider.headers.get('location')!, { redirect: 'manual', headers: { cookie } });
+    const callback = await throughForgingProvider(config.authorize_url);
     const html = await callback.text();
     return { status: callback.status, heading: headingOf(html), message: messageOf(html), detail: detailOf(html), codeUrl: config.code_url };
   }

@@ -2,6 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import { ClientsService } from '../../src/clients/clients.service.js';
 import { IdentityProvidersService } from '../../src/identity-providers/identity-providers.service.js';
 import { issueState } from '../factories/state.factory.js';
+import { throughForgingProvider } from '../factories/upstream.factory.js';
 import { startTestApp, type TestApp } from '../setup/test-app.js';
 import { type ForgingProvider, startForgingProvider } from '../setup/upstream/forging-provider.js';
 
@@ -34,16 +35,7 @@ describe("the provider's JWKS", () => {
 
   /** The helper's link followed as a browser would (the binding cookie carried to the callback): the callback's page. */
   async function signIn(): Promise<{ status: number; html: string }> {
-    const config = await issueState(app, clientId);
-    const start = await fetch(config.authorize_url, { redirect: 'manual' });
-    expect(start.status).toBe(302);
-    const cookie = start.headers
-      .getSetCookie()
-      .map((line) => line.split(';')[0])
-      .join('; ');
-    expect(cookie).toContain('vc_upstream=');
-    const atProvider = await fetch(start.headers.get('location')!, { redirect: 'manual' });
-    const callback = await fetch(atProvider.headers.get('location')!, { redirect: 'manual', headers: { cookie } });
+    const callback = await throughForgingProvider((await issueState(app, clientId)).authorize_url);
     return { status: callback.status, html: await callback.text() };
   }
 

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { Page } from 'playwright-core';
+import { expect } from 'vitest';
 import type { GrantType } from '../../src/clients/client.entity.js';
 import { ClientsService } from '../../src/clients/clients.service.js';
 import { IdentityProvidersService } from '../../src/identity-providers/identity-providers.service.js';
@@ -134,4 +135,21 @@ export async function holdCallback(app: TestApp, page: Page, authorizeUrl: strin
   if (!held) throw new Error('the provider did not send the browser back to the callback');
   const cookies = await page.context().cookies(held);
   return { url: held, cookie: cookies.map(({ name, value }) => `${name}=${value}`).join('; ') };
+}
+
+/**
+ * A sign-in link followed as a browser would, through the forging provider (which sends the
+ * browser straight back): the redirect there, the binding cookie carried to the callback. The
+ * callback's answer, unread.
+ */
+export async function throughForgingProvider(authorizeUrl: string): Promise<Response> {
+  const start = await fetch(authorizeUrl, { redirect: 'manual' });
+  expect(start.status).toBe(302);
+  const cookie = start.headers
+    .getSetCookie()
+    .map((line) => line.split(';')[0])
+    .join('; ');
+  expect(cookie).toContain('vc_upstream=');
+  const atProvider = await fetch(start.headers.get('location')!, { redirect: 'manual' });
+  return fetch(atProvider.headers.get('location')!, { redirect: 'manual', headers: { cookie } });
 }
