@@ -5,6 +5,7 @@ import { IdentityProvidersService } from './identity-providers.service.js';
 import { RelayHandOversRepository } from './relay-hand-overs.repository.js';
 import { RelayService } from './relay.service.js';
 import { RelayedTokensRepository } from './relayed-tokens.repository.js';
+import { SignInConfirmations } from './sign-in-confirmations.js';
 import { SignInMethods } from './sign-in-methods.service.js';
 import { UpstreamClients } from './upstream-clients.service.js';
 import { UpstreamSignIn } from './upstream-sign-in.service.js';
@@ -20,7 +21,7 @@ import { UpstreamVault } from './upstream-vault.js';
  */
 @Module({
   imports: [TypeOrmModule.forFeature([IdentityProviderEntity])],
-  providers: [RelayHandOversRepository, RelayService, RelayedTokensRepository, IdentityProvidersService, SignInMethods, UpstreamClients, UpstreamSignIn, UpstreamSignInsRepository, UpstreamSessionsRepository, UpstreamRecheck, UpstreamVault],
-  exports: [RelayService, RelayHandOversRepository, UpstreamRecheck, UpstreamSessionsRepository, IdentityProvidersService, SignInMethods, UpstreamClients, UpstreamSignIn, UpstreamVault],
+  providers: [RelayHandOversRepository, RelayService, RelayedTokensRepository, IdentityProvidersService, SignInConfirmations, SignInMethods, UpstreamClients, UpstreamSignIn, UpstreamSignInsRepository, UpstreamSessionsRepository, UpstreamRecheck, UpstreamVault],
+  exports: [RelayService, RelayHandOversRepository, UpstreamRecheck, UpstreamSessionsRepository, IdentityProvidersService, SignInConfirmations, SignInMethods, UpstreamClients, UpstreamSignIn, UpstreamVault],
 })
 export class IdentityProvidersModule {}

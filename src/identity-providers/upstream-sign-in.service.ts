@@ -17,7 +17,8 @@ export interface UpstreamIdentity {
 
 /** How a callback ended. */
 export type CallbackResult =
-  | { outcome: 'signed-in'; provider: IdentityProviderEntity; purpose: SignInPurpose; identity: UpstreamIdentity }
+  /** `stateHash` keys the round trip's row, where a helper link's outcome waits for the user's confirmation. */
+  | { outcome: 'signed-in'; provider: IdentityProviderEntity; purpose: SignInPurpose; identity: UpstreamIdentity; stateHash: Buffer }
   /** The provider answered an error (the user cancelled, or it refused): the device is told access_denied. */
   | { outcome: 'cancelled'; provider: IdentityProviderEntity; purpose: SignInPurpose; error: string }
   /** The callback is not one this browser may finish: nothing was changed. */
@@ -100,7 +101,7 @@ export class UpstreamSignIn {
         const profile = provider.mode === 'broker' ? await profileClaims(configuration, tokens) : {};
         return { tokens, claims: { ...profile, ...tokens.claims()! } };
       });
-      return { outcome: 'signed-in', provider, purpose, identity };
+      return { outcome: 'signed-in', provider, purpose, identity, stateHash };
     } catch (error) {
       if (error instanceof UpstreamFailure) return { outcome: 'failed', provider, purpose, failure: error };
       throw error;

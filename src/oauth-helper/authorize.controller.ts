@@ -3,7 +3,7 @@ import { ApiBody, ApiConsumes, ApiOperation, ApiQuery, ApiResponse, ApiTags } fr
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { RETRY_AFTER_HEADER } from '../common/errors/api-error-response.decorator.js';
 import { ApiHtmlResponse } from '../common/html/api-html-response.decorator.js';
-import { bindBrowser } from '../identity-providers/upstream-browser.js';
+import { bindBrowser, browserBinding } from '../identity-providers/upstream-browser.js';
 import { requesterOf } from '../common/http/requester.js';
 import { csrfCookieValue, newCsrfToken, pageCsrfToken, sendHtmlPage } from '../common/html/html-reply.js';
 import { LoginFormDto } from './dto/login-form.dto.js';
@@ -46,11 +46,14 @@ export class AuthorizeController {
   @HttpCode(200)
   @ApiConsumes('application/x-www-form-urlencoded')
   @ApiBody({ type: LoginFormDto })
-  @ApiOperation({ summary: 'Submit the login form: 302 to the device with code and state, or a "return to your device" page; with `idp` (a provider button), 302 to that identity provider' })
+  @ApiOperation({
+    summary:
+      'Submit the login form: 302 to the device with code and state, or a "return to your device" page; with `idp` (a provider button), 302 to that identity provider; with `confirmation` and `decision` (the "Continue to CLIENT?" page after a sign-in there), the same as a password sign-in, or for `cancel` as a cancellation at the provider',
+  })
   @ApiHtmlResponse(200, '"You\'re signed in", naming the client and the account (the device polls for its code), or the login form again saying "Wrong username or password."')
   @ApiResponse({ status: 302, description: "to the device's redirect URL with `code` and `state` added; or, for a provider button, to that identity provider", headers: REDIRECT_HEADERS })
-  @ApiHtmlResponse(400, 'error page: the sign-in link is invalid, expired or already used (never a redirect); or the login form again when username or password is empty')
-  @ApiHtmlResponse(403, 'the login form again: the CSRF token is missing or does not match its cookie')
+  @ApiHtmlResponse(400, 'error page: the sign-in link is invalid, expired or already used (never a redirect); a confirmation that is unknown, used, from another browser, or with another decision; or the login form again when username or password is empty')
+  @ApiHtmlResponse(403, 'the login form again: the CSRF token is missing or does not match its cookie; "Your account is disabled" for a confirmation whose brokered user was disabled since')
   @ApiHtmlResponse(429, 'the login form again: too many failed sign-ins for this username from this address, for this username, or from this address', { headers: RETRY_AFTER_HEADER })
   @ApiHtmlResponse(503, 'the login form again when every password check slot is busy (`Retry-After: 1`); JSON `{message, correlationId}` when the database is away or busy', {
     headers: RETRY_AFTER_HEADER,
@@ -59,7 +62,7 @@ export class AuthorizeController {
   async submit(@Body() body: unknown, @Req() request: FastifyRequest, @Res() reply: FastifyReply) {
     // A failed attempt gets a fresh token: the form is re-rendered with it and the cookie renewed.
     const fresh = newCsrfToken();
-    const outcome = await this.login.submit(body, { cookie: csrfCookieValue(request, PAGE_PATH), fresh }, requesterOf(request), () => bindBrowser(request, reply));
+    const outcome = await this.login.submit(body, { cookie: csrfCookieValue(request, PAGE_PATH), fresh }, requesterOf(request), () => bindBrowser(request, reply), browserBinding(request));
     send(request, reply, outcome, fresh);
   }
 }

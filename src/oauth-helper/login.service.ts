@@ -1,4 +1,6 @@
 import { Injectable } from '@nestjs/common';
+import type * as oidc from 'openid-client';
+import type { IdentityProviderEntity } from '../identity-providers/identity-provider.entity.js';
 import type { ClientEntity } from '../clients/client.entity.js';
 import { ClientsService } from '../clients/clients.service.js';
 import { isRedirectAllowed } from '../clients/redirect-pattern.js';
@@ -9,12 +11,15 @@ import { type SignInChoice, SignInMethods, onlyProvider } from '../identity-prov
 import { NOT_OFFERED, providersOnly, providerUnavailable } from '../identity-providers/sign-in-messages.js';
 import { UpstreamFailure } from '../identity-providers/upstream-failure.js';
 import { UpstreamSignIn } from '../identity-providers/upstream-sign-in.service.js';
+import { RelayService } from '../identity-providers/relay.service.js';
+import { SignInConfirmations } from '../identity-providers/sign-in-confirmations.js';
+import { UsersService } from '../users/users.service.js';
 import { displayNameOf, type UserEntity } from '../users/user.entity.js';
 import { AuthorizationCodeIssuer } from '../token/authorization-code-issuer.js';
 import { OAuthError } from '../token/oauth-error.js';
 import { type OAuthParams, readOAuthParams } from '../token/oauth-params.js';
 import { ApprovedStates } from './approved-states.js';
-import { loginPage, signedInPage } from './login-page.js';
+import { confirmPage, loginPage, signedInPage } from './login-page.js';
 import { LoginAttempts, signInRefusal } from './login-attempts.service.js';
 import { InvalidState, type StateClaims, StateTokens } from './state-tokens.service.js';
 
@@ -54,6 +59,9 @@ export class LoginService {
     private readonly logins: LoginAttempts,
     private readonly methods: SignInMethods,
     private readonly upstream: UpstreamSignIn,
+    private readonly confirmations: SignInConfirmations,
+    private readonly relay: RelayService,
+    private readonly users: UsersService,
   ) {}
 
   async show(query: unknown, csrfToken: string, browser: BrowserBinding): Promise<AuthorizeOutcome> {
@@ -64,10 +72,14 @@ export class LoginService {
     return provider ? this.toProvider(request, provider.name, csrfToken, browser) : this.form(request, csrfToken, 200);
   }
 
-  async submit(body: unknown, csrf: { cookie?: string; fresh: string }, requester: Requester, browser: BrowserBinding): Promise<AuthorizeOutcome> {
+  /** `signedInBrowser`: the binding the browser already has (a confirmation after a sign-in at a provider is its own). */
+  async submit(body: unknown, csrf: { cookie?: string; fresh: string }, requester: Requester, browser: BrowserBinding, signedInBrowser: string | undefined): Promise<AuthorizeOutcome> {
     const request = await this.verify(body);
     if ('kind' in request) return request;
     const params = readOAuthParams(body);
+    // Its one-time value, bound to the browser that signed in at the provider, is the confirmation's CSRF token.
+    const confirmation = params.get('confirmation');
+    if (confirmation !== undefined) return this.confirm(request, confirmation, params.get('decision'), signedInBrowser);
     if (!csrfMatches(csrf.cookie, params.get('csrf_token'))) {
       return this.form(request, csrf.fresh, 403, `${csrfRefusal(csrf.cookie)} Please sign in again.`);
     }
@@ -87,39 +99,25 @@ export class LoginService {
   }
 
   /**
-   * A sign-in at a provider came back for this sign-in link (GET /sso/callback/NAME): the brokered
-   * user goes on as after a local sign-in. The link is checked again: it may have been used or
-   * its client disabled meanwhile.
+   * A sign-in at a provider came back for this link (GET /sso/callback/NAME). Nothing reaches
+   * the device yet: the page returned asks the user to continue, saying as whom and where the
+   * sign-in goes, as the login page did before the user left for the provider; `hold` keeps the
+   * outcome and returns the one-time value the page's form carries.
    */
-  async completeUpstream(state: string, clientId: string, user: ApprovingUser, upstreamSessionId: string | null): Promise<AuthorizeOutcome> {
-    const request = await this.verify({ response_type: 'code', client_id: clientId, state });
-    return 'kind' in request ? request : this.complete(request, user, upstreamSessionId);
-  }
-
-  /**
-   * Relay mode: the provider's tokens wait for this link's device; `handOver` stores them and
-   * returns the device's code now (a redirect), null (a polling device collects it later), or
-   * undefined when the link was already used.
-   */
-  async completeRelayed(
+  async awaitConfirmation(
     state: string,
     clientId: string,
-    providerName: string,
-    handOver: (link: { stateId: string; clientId: string; redirectUrl: string | null; codeChallenge: string | null; stateExpiresAt: Date }) => Promise<string | null | undefined>,
+    signedIn: { providerName: string; username?: string },
+    hold: () => Promise<string>,
   ): Promise<AuthorizeOutcome> {
     const request = await this.verify({ response_type: 'code', client_id: clientId, state });
     if ('kind' in request) return request;
-    const { claims, client } = request;
     const device = deviceAddress(request);
     if (device && !(device instanceof URL)) return device;
-    const link = { stateId: claims.jti, clientId: client.id, redirectUrl: claims.redirect_url ?? null, codeChallenge: claims.code_challenge ?? null, stateExpiresAt: new Date(claims.exp * 1000) };
-    const code = await handOver(link);
-    if (code === undefined) return alreadyUsed();
-    if (code === null || !device) {
-      this.approved.add(claims.jti, claims.exp * 1000);
-      return { kind: 'page', status: 200, html: signedInPage({ clientName: client.name, providerName }) };
-    }
-    return toDevice(device, { code, state });
+    const confirmation = await hold();
+    const { client } = request;
+    const html = confirmPage({ clientName: client.name, clientId: client.id, state, confirmation, ...signedIn, deviceHost: device?.host });
+    return { kind: 'page', status: 200, html, formTargets: device ? [device.origin] : [] };
   }
 
   /**
@@ -128,8 +126,41 @@ export class LoginService {
    */
   async cancelUpstream(state: string, clientId: string): Promise<AuthorizeOutcome> {
     const request = await this.verify({ response_type: 'code', client_id: clientId, state });
-    if ('kind' in request) return request;
-    const { claims, client } = request;
+    return 'kind' in request ? request : this.deny(request);
+  }
+
+  /** The user continued (or cancelled) on the page after a sign-in at a provider: the held outcome goes to the device now. */
+  private async confirm(request: VerifiedRequest, confirmation: string, decision: string | undefined, browser: string | undefined): Promise<AuthorizeOutcome> {
+    if (decision !== 'continue' && decision !== 'cancel') return errorPage(`The form was changed: choose Continue or Cancel. ${AGAIN}`);
+    const held = await this.confirmations.take(confirmation, browser, request.state);
+    if (!held) return errorPage(`This sign-in was not finished in this browser, or is too old. ${AGAIN}`, 'This sign-in does not work');
+    if (decision === 'cancel') return this.deny(request);
+    // The client may have stopped signing in through this provider since.
+    if (!request.methods.providers.some(({ name }) => name === held.provider.name)) return errorPage(`${request.client.name} no longer signs in through ${held.provider.displayName}. ${AGAIN}`);
+    if (held.mode === 'relay') return this.handOverRelayed(request, held.provider, held.tokens);
+    const user = await this.users.findById(held.userId);
+    if (!user || user.disabledAt) return { kind: 'page', status: 403, html: messagePage('Your account is disabled', `Your account has been disabled here by an administrator, so it cannot sign in. ${AGAIN}`) };
+    return this.complete(request, user, held.upstreamSessionId);
+  }
+
+  /** Relay mode: the provider's tokens wait for this link's device, which gets its code now (a redirect) or by polling. */
+  private async handOverRelayed(request: VerifiedRequest, provider: IdentityProviderEntity, tokens: oidc.TokenEndpointResponse): Promise<AuthorizeOutcome> {
+    const { claims, client, state } = request;
+    const device = deviceAddress(request);
+    if (device && !(device instanceof URL)) return device;
+    const link = { stateId: claims.jti, clientId: client.id, redirectUrl: claims.redirect_url ?? null, codeChallenge: claims.code_challenge ?? null, stateExpiresAt: new Date(claims.exp * 1000) };
+    const code = await this.relay.handOverToHelper(provider, link, tokens);
+    if (code === undefined) return alreadyUsed();
+    if (code === null || !device) {
+      this.approved.add(claims.jti, claims.exp * 1000);
+      return { kind: 'page', status: 200, html: signedInPage({ clientName: client.name, providerName: provider.displayName }) };
+    }
+    return toDevice(device, { code, state });
+  }
+
+  /** The link ends without a sign-in: a device waiting at its redirect URL is sent `access_denied`, a polling one is answered it from now on. */
+  private async deny(request: VerifiedRequest): Promise<AuthorizeOutcome> {
+    const { claims, client, state } = request;
     if (!(await this.codes.deny({ stateId: claims.jti, clientId: client.id, redirectUrl: claims.redirect_url ?? null, stateExpiresAt: new Date(claims.exp * 1000) }))) return alreadyUsed();
     const device = deviceAddress(request);
     if (!device) {

@@ -152,6 +152,10 @@ export class UsersService {
     return this.decoy;
   }
 
+  findById(id: string): Promise<UserEntity | null> {
+    return this.users.findOneBy({ id });
+  }
+
   /** Usernames compare case-insensitively, as the unique index does. */
   findByUsername(username: string): Promise<UserEntity | null> {
     return this.users.createQueryBuilder('user').where('lower(user.username) = lower(:username)', { username }).getOne();

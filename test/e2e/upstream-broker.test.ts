@@ -5,7 +5,7 @@ import { UsersService } from '../../src/users/users.service.js';
 import type { TestClient } from '../factories/oauth.factory.js';
 import { issueState } from '../factories/state.factory.js';
 import { exchangeCode, LOOPBACK_PATTERN, type TokenResponse } from '../factories/token-flow.factory.js';
-import { ALICE, createSignInClient, heading, issuedRows, linkedUser, newKek, nextCallback, registerProvider, startDeviceCallback } from '../factories/upstream.factory.js';
+import { ALICE, confirmSignIn, createSignInClient, heading, issuedRows, linkedUser, newKek, nextCallback, registerProvider, startDeviceCallback } from '../factories/upstream.factory.js';
 import { launchChromium } from '../setup/chromium.js';
 import { query } from '../setup/database.js';
 import { startTestApp, type TestApp } from '../setup/test-app.js';
@@ -68,6 +68,7 @@ describe('broker mode through a real identity provider', () => {
     await page.goto(config.authorize_url);
     if (button) await page.getByRole('button', { name: button }).click();
     await signInAtUpstream(page, credentials(account));
+    await confirmSignIn(page);
     expect(await heading(page)).toBe("You're signed in");
     const polled = await fetch(config.code_url);
     expect(polled.status).toBe(200);
@@ -83,6 +84,7 @@ describe('broker mode through a real identity provider', () => {
     const page = await freshPage();
     await page.goto(config.authorize_url);
     await signInAtUpstream(page, credentials(ALICE));
+    await confirmSignIn(page);
     expect(await heading(page)).toBe("You're signed in");
     expect(await page.locator('main').textContent()).toContain('signed in as alice');
     const polled = await fetch(config.code_url);
@@ -104,6 +106,8 @@ describe('broker mode through a real identity provider', () => {
       await page.goto(config.authorize_url);
       expect(new URL(page.url()).origin).toBe(corp.issuer);
       await signInAtUpstream(page, credentials(ALICE));
+      expect(device.received).toHaveLength(0);
+      await confirmSignIn(page);
 
       expect(page.url().startsWith(`${device.url}?`)).toBe(true);
       expect(await page.textContent('body')).toBe('device got the answer');

@@ -2,7 +2,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { TestClient } from '../factories/oauth.factory.js';
 import { issueState } from '../factories/state.factory.js';
-import { ALICE, createSignInClient, heading, holdCallback, issuedRows, newKek, nextCallback, registerProvider } from '../factories/upstream.factory.js';
+import { ALICE, confirmSignIn, createSignInClient, heading, holdCallback, issuedRows, newKek, nextCallback, registerProvider } from '../factories/upstream.factory.js';
 import { launchChromium } from '../setup/chromium.js';
 import { startTestApp, type TestApp } from '../setup/test-app.js';
 import { type ForgingProvider, startForgingProvider } from '../setup/upstream/forging-provider.js';
@@ -16,7 +16,7 @@ async function pageAt(url: string, cookie?: string) {
   const response = await fetch(url, { redirect: 'manual', headers: cookie ? { cookie } : {} });
   const html = await response.text();
   const text = (pattern: RegExp) => pattern.exec(html)?.[1].replaceAll('&#39;', "'");
-  return { status: response.status, heading: text(/<h1>([^<]*)<\/h1>/), message: text(/<\/h1>\s*<p>([^<]*)<\/p>/) };
+  return { status: response.status, heading: text(/<h1>(.*?)<\/h1>/)?.replace(/<[^>]+>/g, ''), message: text(/<\/h1>\s*<p>([^<]*)<\/p>/) };
 }
 
 describe('callbacks the service refuses', () => {
@@ -25,7 +25,7 @@ describe('callbacks the service refuses', () => {
   let forge: ForgingProvider;
   let browser: Browser;
   let contexts: BrowserContext[] = [];
-  let client: TestClient;
+  let client: TestClient & { name: string };
 
   beforeAll(async () => {
     app = await startTestApp({ KEYS_ENCRYPTION_KEY: newKek(), CODE_POLL_MIN_INTERVAL: '0' });
@@ -60,6 +60,7 @@ describe('callbacks the service refuses', () => {
     const callback = nextCallback(page);
     await signInAtUpstream(page, { username: 'alice', password: ALICE.password });
     const callbackUrl = (await callback).url();
+    await confirmSignIn(page);
     expect(await heading(page)).toBe("You're signed in");
     expect((await fetch(config.code_url)).status).toBe(200);
     const before = await issuedRows(app);
@@ -86,6 +87,7 @@ describe('callbacks the service refuses', () => {
 
     const finished = await started.goto(url);
     expect(finished!.status()).toBe(200);
+    await confirmSignIn(started);
     expect(await heading(started)).toBe("You're signed in");
     expect((await fetch(config.code_url)).status).toBe(200);
   });
@@ -115,7 +117,7 @@ describe('callbacks the service refuses', () => {
     expect(forge.tokenRequests()).toBe(0);
     expect(await issuedRows(app)).toEqual(before);
     // Still this browser's to finish at the right callback.
-    expect((await pageAt(url, cookie)).heading).toBe("You're signed in");
+    expect((await pageAt(url, cookie)).heading).toBe(`Continue to ${client.name}?`);
   });
 
   it('refuses a callback without a state (or an empty one) with a 400 page', async () => {

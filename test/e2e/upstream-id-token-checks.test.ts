@@ -48,7 +48,7 @@ describe('the checks of the provider’s answer (ID token)', () => {
   /** The helper flow's sign-in link opened by a browser without JavaScript: to the provider, straight back, then the callback's page. */
   async function signIn() {
     const config = await issueState(app, client.id);
-    const callback = await throughForgingProvider(config.authorize_url);
+    const callback = await throughForgingProvider(config.authorize_url, { confirm: true });
     const html = await callback.text();
     return { status: callback.status, heading: headingOf(html), message: messageOf(html), detail: detailOf(html), codeUrl: config.code_url };
   }

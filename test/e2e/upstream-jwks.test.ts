@@ -35,7 +35,7 @@ describe("the provider's JWKS", () => {
 
   /** The helper's link followed as a browser would (the binding cookie carried to the callback): the callback's page. */
   async function signIn(): Promise<{ status: number; html: string }> {
-    const callback = await throughForgingProvider((await issueState(app, clientId)).authorize_url);
+    const callback = await throughForgingProvider((await issueState(app, clientId)).authorize_url, { confirm: true });
     return { status: callback.status, html: await callback.text() };
   }
 

@@ -4,6 +4,7 @@ import { ClientsService } from '../../src/clients/clients.service.js';
 import { IdentityProvidersService } from '../../src/identity-providers/identity-providers.service.js';
 import { SUBSCRIBE_SCOPE } from '../factories/notification.factory.js';
 import { openStream } from '../factories/stream.factory.js';
+import { confirmSignIn } from '../factories/upstream.factory.js';
 import { launchChromium } from '../setup/chromium.js';
 import { query } from '../setup/database.js';
 import { startTestApp, type TestApp } from '../setup/test-app.js';
@@ -42,6 +43,7 @@ describe('the re-check of a brokered user at each refresh', () => {
       const page = await context.newPage();
       await page.goto(config.authorize_url);
       await signInAtUpstream(page, { username: account.preferred_username, password: account.password });
+      await confirmSignIn(page);
       await expect.poll(() => page.locator('h1').textContent(), { timeout: 5000 }).toBe("You're signed in");
     } finally {
       await context.close();

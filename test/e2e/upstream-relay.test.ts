@@ -9,6 +9,7 @@ import { DEVICE_GRANT, pollDeviceToken, startDeviceAuthorization } from '../fact
 import type { TestClient } from '../factories/oauth.factory.js';
 import { issueState } from '../factories/state.factory.js';
 import { credentials, LOOPBACK_PATTERN, pkcePair, postForm, revoke, storedHash } from '../factories/token-flow.factory.js';
+import { confirmSignIn } from '../factories/upstream.factory.js';
 import { launchChromium } from '../setup/chromium.js';
 import { query } from '../setup/database.js';
 import { freePort } from '../setup/free-port.js';
@@ -124,6 +125,7 @@ describe('relay mode through a real identity provider', () => {
     inBrowser(async (page) => {
       await page.goto(authorizeUrl);
       await signInAtUpstream(page, { username: account.preferred_username, password: account.password });
+      await confirmSignIn(page);
       await expect.poll(() => page.locator('h1').textContent(), { timeout: 5000 }).toBe(SIGNED_IN);
     });
 
@@ -206,6 +208,7 @@ describe('relay mode through a real identity provider', () => {
       const landed = await inBrowser(async (page) => {
         await page.goto(config.authorize_url);
         await signInAtUpstream(page, { username: ALICE.preferred_username, password: ALICE.password });
+        await confirmSignIn(page);
         const url = await within(device.landing(), 5000, 'the browser never reached the device');
         await expect.poll(() => page.url(), { timeout: 5000 }).toBe(url.href);
         return url;

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEVICE_GRANT, pollDeviceToken, startDeviceAuthorization } from '../factories/device-flow.factory.js';
 import { issueState } from '../factories/state.factory.js';
 import { exchangeCode } from '../factories/token-flow.factory.js';
-import { ALICE, createSignInClient, heading, newKek, nextCallback, registerProvider, type RegisteredProvider } from '../factories/upstream.factory.js';
+import { ALICE, confirmSignIn, createSignInClient, heading, newKek, nextCallback, registerProvider, type RegisteredProvider } from '../factories/upstream.factory.js';
 import { launchChromium } from '../setup/chromium.js';
 import { query } from '../setup/database.js';
 import { startTestApp, type TestApp } from '../setup/test-app.js';
@@ -92,6 +92,8 @@ describe('no upstream secret in a log line, a page or the database in the clear'
     const callback = nextCallback(page);
     await signInThere(page);
     const callbackUrl = (await callback).url();
+    await shown(page);
+    await confirmSignIn(page);
     expect(await heading(page)).toBe("You're signed in");
     await shown(page);
     const polled = (await (await fetch(config.code_url)).json()) as { code: string };

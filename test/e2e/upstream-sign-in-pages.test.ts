@@ -2,7 +2,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { DEVICE_GRANT, startDeviceAuthorization } from '../factories/device-flow.factory.js';
 import { issueState } from '../factories/state.factory.js';
-import { ALICE, createSignInClient, heading, newKek, registerProvider } from '../factories/upstream.factory.js';
+import { ALICE, confirmSignIn, createSignInClient, heading, newKek, registerProvider } from '../factories/upstream.factory.js';
 import { launchChromium } from '../setup/chromium.js';
 import { query } from '../setup/database.js';
 import { screenshotWidths } from '../setup/screenshots.js';
@@ -67,6 +67,8 @@ describe('sign-in pages offering two identity providers and the local form', () 
     await page.getByRole('button', { name: 'Partner Login' }).click();
     expect(new URL(page.url()).origin).toBe(partner.issuer);
     await signInAtUpstream(page, { username: 'alice', password: ALICE.password });
+    await screenshot(page, 'authorize-continue');
+    await confirmSignIn(page);
     expect(await heading(page)).toBe("You're signed in");
   });
 

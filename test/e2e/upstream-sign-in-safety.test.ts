@@ -2,14 +2,18 @@ import type { Browser, BrowserContext } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ClientsService } from '../../src/clients/clients.service.js';
 import { issueState } from '../factories/state.factory.js';
-import { ALICE, createSignInClient, heading, newKek, registerProvider } from '../factories/upstream.factory.js';
+import { LOOPBACK_PATTERN } from '../factories/token-flow.factory.js';
+import { ALICE, confirmSignIn, createSignInClient, heading, issuedRows, newKek, registerProvider, startDeviceCallback } from '../factories/upstream.factory.js';
+import { query } from '../setup/database.js';
 import { launchChromium } from '../setup/chromium.js';
 import { startTestApp, type TestApp } from '../setup/test-app.js';
 import { signInAtUpstream, startUpstreamProvider, type UpstreamProvider } from '../setup/upstream/upstream-provider.js';
 
 // What keeps a sign-in through a provider the user's own act: the provider's sign-in page every
 // time (never a silent single sign-on for a device's link someone else may have sent), the
-// client's current sign-in methods at the callback, and one browser binding for all its tabs.
+// service's own "Continue to DEVICE?" page before a helper device gets anything (as whom, and
+// where the sign-in goes), the client's current sign-in methods at the callback, and one
+// browser binding for all its tabs.
 
 const credentials = { username: 'alice', password: ALICE.password };
 
@@ -23,6 +27,7 @@ describe('a sign-in through a provider is the user’s own act', () => {
     app = await startTestApp({ KEYS_ENCRYPTION_KEY: newKek() });
     [upstream, browser] = await Promise.all([startUpstreamProvider({ accounts: [ALICE] }), launchChromium()]);
     await registerProvider(app, upstream, 'corp', 'Corp SSO');
+    await registerProvider(app, upstream, 'corp-relay', 'Corp SSO (relay)', 'relay');
   });
   afterAll(async () => {
     await browser?.close();
@@ -42,6 +47,7 @@ describe('a sign-in through a provider is the user’s own act', () => {
     const page = await (await newBrowser()).newPage();
     await page.goto((await issueState(app, client.id)).authorize_url);
     await signInAtUpstream(page, credentials);
+    await confirmSignIn(page);
     expect(await heading(page)).toBe("You're signed in");
     // The provider has a session for this browser now: a second device link still asks.
     await page.goto((await issueState(app, client.id)).authorize_url);
@@ -69,7 +75,97 @@ describe('a sign-in through a provider is the user’s own act', () => {
     await second.goto(secondLink.authorize_url);
     await signInAtUpstream(first, credentials);
     await signInAtUpstream(second, credentials);
+    await confirmSignIn(first);
+    await confirmSignIn(second);
     expect([await heading(first), await heading(second)]).toEqual(["You're signed in", "You're signed in"]);
     for (const link of [firstLink, secondLink]) expect((await fetch(link.code_url)).status).toBe(200);
+  });
+
+  /** The confirmation form's fields, as the page holds them. */
+  async function formFields(page: Awaited<ReturnType<BrowserContext['newPage']>>): Promise<Record<string, string>> {
+    const fields: Record<string, string> = {};
+    for (const input of await page.locator('form input[type="hidden"]').all()) fields[(await input.getAttribute('name'))!] = (await input.getAttribute('value'))!;
+    return fields;
+  }
+  /** The form posted by hand with `fields`, and the cookies given (none: another browser). */
+  const postConfirmation = (fields: Record<string, string>, cookie = '') =>
+    fetch(`${app.baseUrl}/sso/authorize`, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded', cookie }, body: new URLSearchParams(fields) });
+  const cookiesOf = async (context: BrowserContext) => (await context.cookies(app.baseUrl)).map(({ name, value }) => `${name}=${value}`).join('; ');
+
+  it('asks before a device gets anything: the page names the account and the device’s host, and only Continue sends the code', async () => {
+    const device = await startDeviceCallback();
+    try {
+      const client = await createSignInClient(app, ['corp'], { redirectPatterns: [LOOPBACK_PATTERN] });
+      const link = await issueState(app, client.id, { redirect_url: device.url });
+      const page = await (await newBrowser()).newPage();
+      await page.goto(link.authorize_url);
+      const before = await issuedRows(app);
+      await signInAtUpstream(page, credentials);
+
+      expect(await heading(page)).toBe(`Continue to ${client.name}?`);
+      const text = await page.locator('main').textContent();
+      expect(text).toContain('You signed in as alice with Corp SSO.');
+      expect(text).toContain(`Your sign-in is sent to the device at ${new URL(device.url).host}. Continue only if that is yours.`);
+      expect(device.received).toHaveLength(0);
+      expect((await issuedRows(app)).authorization_codes).toBe(before.authorization_codes);
+
+      await confirmSignIn(page);
+      expect(device.received).toHaveLength(1);
+      expect([...device.received[0].searchParams.keys()].sort()).toEqual(['code', 'state']);
+    } finally {
+      await device.close();
+    }
+  });
+
+  it('Cancel on that page sends the device access_denied, and erases a relayed sign-in’s tokens', async () => {
+    const device = await startDeviceCallback();
+    try {
+      const client = await createSignInClient(app, ['corp-relay'], { redirectPatterns: [LOOPBACK_PATTERN] });
+      const link = await issueState(app, client.id, { redirect_url: device.url });
+      const page = await (await newBrowser()).newPage();
+      await page.goto(link.authorize_url);
+      await signInAtUpstream(page, credentials);
+      expect(await page.locator('main').textContent()).toContain('You signed in with your Corp SSO (relay) account.');
+      const held = () => query<{ sealed: Buffer | null }>(app.databaseUrl, "SELECT tokens_sealed AS sealed FROM upstream_sign_ins WHERE purpose->>'state' = $1", [link.state]);
+      expect((await held())[0].sealed).toBeInstanceOf(Buffer);
+
+      await confirmSignIn(page, 'Cancel');
+      expect(device.received.map((url) => Object.fromEntries(url.searchParams))).toEqual([{ error: 'access_denied', state: link.state }]);
+      expect((await held())[0].sealed).toBeNull();
+      const [handedOver] = await query<{ count: number }>(app.databaseUrl, 'SELECT count(*)::int AS count FROM relay_hand_overs WHERE client_id = $1', [client.id]);
+      expect(handedOver.count).toBe(0);
+    } finally {
+      await device.close();
+    }
+  });
+
+  it('takes the confirmation once, only from the browser that signed in, and only as Continue or Cancel', async () => {
+    const client = await createSignInClient(app, ['corp']);
+    const link = await issueState(app, client.id);
+    const browserContext = await newBrowser();
+    const page = await browserContext.newPage();
+    await page.goto(link.authorize_url);
+    await signInAtUpstream(page, credentials);
+    const fields = await formFields(page);
+    expect(Object.keys(fields).sort()).toEqual(['client_id', 'confirmation', 'response_type', 'state']);
+    const cookies = await cookiesOf(browserContext);
+    const before = await issuedRows(app);
+
+    // Another browser, with the form's one-time value but not the sign-in's cookie: refused, nothing spent.
+    const foreign = await postConfirmation({ ...fields, decision: 'continue' });
+    expect(foreign.status).toBe(400);
+    expect(await foreign.text()).toContain('This sign-in was not finished in this browser, or is too old.');
+    // A decision the form does not offer: refused, nothing spent.
+    const changed = await postConfirmation({ ...fields, decision: 'approve' }, cookies);
+    expect(changed.status).toBe(400);
+    expect(await changed.text()).toContain('The form was changed: choose Continue or Cancel.');
+    expect(await issuedRows(app)).toEqual(before);
+    expect((await fetch(link.code_url)).status).toBe(404);
+
+    await confirmSignIn(page);
+    expect(await heading(page)).toBe("You're signed in");
+    const replayed = await postConfirmation({ ...fields, decision: 'continue' }, await cookiesOf(browserContext));
+    expect(replayed.status).toBe(400);
+    expect(await replayed.text()).toContain('This sign-in link was already used');
   });
 });

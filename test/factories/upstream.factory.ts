@@ -33,11 +33,17 @@ export interface RegisteredProvider {
  * Registers the service as a confidential client at the provider (redirect URI: its callback here)
  * and the provider here as NAME, as an operator does with idp:create.
  */
-export async function registerProvider(app: TestApp, upstream: UpstreamProvider | ForgingProvider, name: string, displayName: string): Promise<RegisteredProvider> {
+export async function registerProvider(
+  app: TestApp,
+  upstream: UpstreamProvider | ForgingProvider,
+  name: string,
+  displayName: string,
+  mode: 'broker' | 'relay' = 'broker',
+): Promise<RegisteredProvider> {
   const clientId = `voyage-${name}`;
   const clientSecret = `upstream-secret-${randomBytes(16).toString('hex')}`;
   if ('registerClient' in upstream) await upstream.registerClient({ client_id: clientId, client_secret: clientSecret, redirect_uris: [`${app.baseUrl}/sso/callback/${name}`] });
-  await app.get(IdentityProvidersService).create({ name, issuer: upstream.issuer, clientId, displayName }, clientSecret);
+  await app.get(IdentityProvidersService).create({ name, issuer: upstream.issuer, clientId, displayName, mode }, clientSecret);
   return { name, clientId, clientSecret };
 }
 
@@ -140,16 +146,42 @@ export async function holdCallback(app: TestApp, page: Page, authorizeUrl: strin
 /**
  * A sign-in link followed as a browser would, through the forging provider (which sends the
  * browser straight back): the redirect there, the binding cookie carried to the callback. The
- * callback's answer, unread.
+ * callback's answer, unread; with `confirm`, a confirmation page it shows is answered Continue
+ * and that answer is returned instead.
  */
-export async function throughForgingProvider(authorizeUrl: string): Promise<Response> {
+export async function throughForgingProvider(authorizeUrl: string, options: { confirm?: boolean } = {}): Promise<Response> {
   const start = await fetch(authorizeUrl, { redirect: 'manual' });
   expect(start.status).toBe(302);
-  const cookie = start.headers
+  const binding = cookiesSet(start);
+  expect(binding).toContain('vc_upstream=');
+  const atProvider = await fetch(start.headers.get('location')!, { redirect: 'manual' });
+  const callback = await fetch(atProvider.headers.get('location')!, { redirect: 'manual', headers: { cookie: binding } });
+  if (!options.confirm || callback.status !== 200) return callback;
+  const html = await callback.text();
+  const fields = Object.fromEntries([...html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)].map(([, name, value]) => [name, value.replaceAll('&amp;', '&')]));
+  expect(fields).toHaveProperty('confirmation');
+  return fetch(new URL('/sso/authorize', authorizeUrl), {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: `${binding}; ${cookiesSet(callback)}` },
+    body: new URLSearchParams({ ...fields, decision: 'continue' }),
+  });
+}
+
+const cookiesSet = (response: Response) =>
+  response.headers
     .getSetCookie()
     .map((line) => line.split(';')[0])
     .join('; ');
-  expect(cookie).toContain('vc_upstream=');
-  const atProvider = await fetch(start.headers.get('location')!, { redirect: 'manual' });
-  return fetch(atProvider.headers.get('location')!, { redirect: 'manual', headers: { cookie } });
+
+/**
+ * After a helper link's sign-in at a provider: the service's page asking to continue to the
+ * device; presses Continue (or Cancel) and waits for where that leads.
+ */
+export async function confirmSignIn(page: Page, decision: 'Continue' | 'Cancel' = 'Continue'): Promise<void> {
+  expect(await heading(page)).toMatch(/^Continue to /);
+  const callback = page.url();
+  await page.getByRole('button', { name: decision, exact: true }).click();
+  await page.waitForURL((url) => url.href !== callback);
+  await page.waitForLoadState();
 }

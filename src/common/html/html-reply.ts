@@ -56,15 +56,18 @@ export const csrfRefusal = (cookie: string | undefined) =>
   cookie ? 'This form is out of date: the page was used in another tab since.' : "Your browser did not send this page's cookie: allow cookies for this site.";
 
 /**
- * Sends a page with its CSRF cookie and the headers every page of the service carries: never
- * cached, no referrer, no framing (`frame-ancestors 'none'`), no script, forms only to itself.
+ * Sends a page, with its CSRF cookie when given, and the headers every page of the service
+ * carries: never cached, no referrer, no framing (`frame-ancestors 'none'`), no script, forms
+ * only to itself. (A form without the cookie has a one-time value of its own for a token.)
  */
-export function sendHtmlPage(request: FastifyRequest, reply: FastifyReply, page: HtmlPage, csrf: { token: string; pagePath: string }): void {
+export function sendHtmlPage(request: FastifyRequest, reply: FastifyReply, page: HtmlPage, csrf?: { token: string; pagePath: string }): void {
   if (page.retryAfter !== undefined) void reply.header('Retry-After', String(page.retryAfter));
   // Chrome applies form-action to the redirect that follows a POST, so a device's origin is allowed too.
   const formAction = ["'self'", ...new Set(page.formTargets ?? [])].join(' ');
-  const cookie = csrfCookie(request, csrf.pagePath);
-  void reply.setCookie(cookie.name, csrf.token, { path: cookie.path, secure: cookie.secure, httpOnly: true, sameSite: 'strict' });
+  if (csrf) {
+    const cookie = csrfCookie(request, csrf.pagePath);
+    void reply.setCookie(cookie.name, csrf.token, { path: cookie.path, secure: cookie.secure, httpOnly: true, sameSite: 'strict' });
+  }
   sendPage(reply, page.status, page.html, formAction);
 }
 

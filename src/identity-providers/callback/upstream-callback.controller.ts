@@ -3,7 +3,7 @@ import { ApiOperation, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { RETRY_AFTER_HEADER } from '../../common/errors/api-error-response.decorator.js';
 import { ApiHtmlResponse } from '../../common/html/api-html-response.decorator.js';
-import { newCsrfToken, sendPlainPage } from '../../common/html/html-reply.js';
+import { newCsrfToken, sendHtmlPage, sendPlainPage } from '../../common/html/html-reply.js';
 import { requesterOf } from '../../common/http/requester.js';
 import { sendDevicePage } from '../../device-flow/device-verification.controller.js';
 import { browserBinding } from '../upstream-browser.js';
@@ -17,11 +17,11 @@ export class UpstreamCallbackController {
   @Get(':name')
   @ApiOperation({
     summary:
-      "Where an identity provider sends the browser back (authorization code flow): the sign-in is taken once, from the browser that started it, the code exchanged and the ID token checked; then the helper's code or the device approval form follows",
+      "Where an identity provider sends the browser back (authorization code flow): the sign-in is taken once, from the browser that started it, the code exchanged and the ID token checked; then the helper link's \"Continue to CLIENT?\" page or the device approval form follows",
   })
   @ApiParam({ name: 'name', description: 'the identity provider, as registered with idp:create' })
-  @ApiResponse({ status: 302, description: "to the device's redirect URL with `code` and `state` (or `error=access_denied` and `state` when the user cancelled at the provider)" })
-  @ApiHtmlResponse(200, '"You\'re signed in" (a polling device), the device approval form, or "Sign-in cancelled"')
+  @ApiResponse({ status: 302, description: "to the device's redirect URL with `error=access_denied` and `state`, when the user cancelled at the provider" })
+  @ApiHtmlResponse(200, '"Continue to CLIENT?" (the helper link: nothing reaches the device before its Continue, posted to /sso/authorize), the device approval form, or "Sign-in cancelled"')
   @ApiHtmlResponse(400, 'error page saying what failed: an unknown provider, a state not started here, already used, expired or from another browser, or a check of the answer (ID token signature, iss, aud, azp, exp, iat, nonce, RFC 9207 iss)')
   @ApiHtmlResponse(403, 'error page: the brokered user has been disabled here')
   @ApiHtmlResponse(503, 'error page: the provider could not be reached in IDP_HTTP_TIMEOUT_MS or answered 5xx; JSON `{message, correlationId}` when the database is away or busy', {
@@ -34,8 +34,10 @@ export class UpstreamCallbackController {
     const answer = await this.callback.answer(name, query, browserBinding(request), csrfToken, requesterOf(request));
     if (answer.kind === 'redirect') {
       void reply.header('Cache-Control', 'no-store').header('Referrer-Policy', 'no-referrer').redirect(answer.location, 302);
-    } else if (answer.deviceForm) {
+    } else if (answer.form === 'device') {
       sendDevicePage(request, reply, answer.page, csrfToken);
+    } else if (answer.form === 'confirmation') {
+      sendHtmlPage(request, reply, answer.page);
     } else {
       if (answer.page.retryAfter !== undefined) void reply.header('Retry-After', String(answer.page.retryAfter));
       sendPlainPage(reply, answer.page.status, answer.page.html);

@@ -5,19 +5,22 @@ import type { Requester } from '../../common/http/requester.js';
 import { SecurityEvents } from '../../common/logging/security-events.js';
 import { DeviceVerificationService } from '../../device-flow/device-verification.service.js';
 import { type AuthorizeOutcome, LoginService } from '../../oauth-helper/login.service.js';
-import type { UpstreamProfile } from '../../users/user.entity.js';
+import { displayNameOf, type UpstreamProfile } from '../../users/user.entity.js';
 import { UsersService } from '../../users/users.service.js';
-import type { IdentityProviderEntity } from '../identity-provider.entity.js';
-import { type CallbackResult, type UpstreamIdentity, UpstreamSignIn } from '../upstream-sign-in.service.js';
+import { type CallbackResult, UpstreamSignIn } from '../upstream-sign-in.service.js';
 import { sessionContext, UpstreamSessionsRepository } from '../upstream-sessions.repository.js';
 import type { SignInPurpose } from '../upstream-sign-ins.repository.js';
 import { UpstreamVault } from '../upstream-vault.js';
 import { RelayService } from '../relay.service.js';
+import { SignInConfirmations } from '../sign-in-confirmations.js';
 import { ClientsService } from '../../clients/clients.service.js';
 import { Metrics } from '../../metrics/metrics.service.js';
 
-/** What GET /sso/callback/NAME answers: a page (the device flow's carries its CSRF cookie), or a redirect. */
-export type CallbackAnswer = { kind: 'page'; page: HtmlPage; deviceForm?: boolean } | { kind: 'redirect'; location: string };
+/**
+ * What GET /sso/callback/NAME answers: a redirect, or a page; with a form, the device flow's
+ * approval (with its CSRF cookie) or the helper link's confirmation (its one-time value is its token).
+ */
+export type CallbackAnswer = { kind: 'page'; page: HtmlPage; form?: 'device' | 'confirmation' } | { kind: 'redirect'; location: string };
 
 const AGAIN = 'Start the sign-in again from your device.';
 const pageOf = (status: number, title: string, message: string, retryAfter?: number, detail?: string): CallbackAnswer => ({
@@ -50,6 +53,7 @@ export class UpstreamCallbackService {
     private readonly vault: UpstreamVault,
     private readonly events: SecurityEvents,
     private readonly relayed: RelayService,
+    private readonly confirmations: SignInConfirmations,
     private readonly clients: ClientsService,
     private readonly metrics: Metrics,
   ) {}
@@ -80,21 +84,22 @@ export class UpstreamCallbackService {
         if (!(await this.clients.find(result.purpose.clientId))?.signIn.includes(result.provider.name)) {
           return pageOf(400, 'This sign-in does not work', `This application no longer signs in through ${result.provider.displayName}. ${AGAIN}`);
         }
-        if (result.provider.mode === 'relay') return this.relay(result.provider, result.purpose, result.identity, csrfToken, requester);
-        return this.broker(result.provider, result.purpose, result.identity, csrfToken, requester);
+        if (result.provider.mode === 'relay') return this.relay(result, csrfToken, requester);
+        return this.broker(result, csrfToken, requester);
     }
   }
 
   private async cancel(purpose: SignInPurpose, csrfToken: string): Promise<CallbackAnswer> {
     if (purpose.kind === 'helper') return fromHelper(await this.login.cancelUpstream(purpose.state, purpose.clientId));
-    return { kind: 'page', page: await this.verification.upstreamCancelled(purpose.userCode, csrfToken), deviceForm: true };
+    return { kind: 'page', page: await this.verification.upstreamCancelled(purpose.userCode, csrfToken), form: 'device' };
   }
 
-  /** Relay mode: the provider's own tokens wait, sealed, for the device's code or device code. */
-  private async relay(provider: IdentityProviderEntity, purpose: SignInPurpose, identity: UpstreamIdentity, csrfToken: string, requester: Requester): Promise<CallbackAnswer> {
+  /** Relay mode: the provider's own tokens wait, sealed, for the user's confirmation (helper) or approval (device), then for the device. */
+  private async relay({ provider, purpose, identity, stateHash }: SignedIn, csrfToken: string, requester: Requester): Promise<CallbackAnswer> {
     this.events.emit('upstream.signed_in', { reason: 'relay', provider: provider.name, clientId: purpose.clientId, userId: null }, requester);
     if (purpose.kind === 'helper') {
-      return fromHelper(await this.login.completeRelayed(purpose.state, purpose.clientId, provider.displayName, (link) => this.relayed.handOverToHelper(provider, link, identity.tokens)));
+      const hold = () => this.confirmations.hold(stateHash, { mode: 'relay', tokens: identity.tokens });
+      return fromHelper(await this.login.awaitConfirmation(purpose.state, purpose.clientId, { providerName: provider.displayName }, hold), 'confirmation');
     }
     const page = await this.verification.upstreamRelayed(
       purpose.userCode,
@@ -103,22 +108,27 @@ export class UpstreamCallbackService {
       csrfToken,
       requester,
     );
-    return { kind: 'page', page, deviceForm: true };
+    return { kind: 'page', page, form: 'device' };
   }
 
   /** Broker mode: the linked portal user goes on as after a local sign-in, with the service's own tokens. */
-  private async broker(provider: IdentityProviderEntity, purpose: SignInPurpose, identity: UpstreamIdentity, csrfToken: string, requester: Requester): Promise<CallbackAnswer> {
+  private async broker({ provider, purpose, identity, stateHash }: SignedIn, csrfToken: string, requester: Requester): Promise<CallbackAnswer> {
     const user = await this.users.linkUpstream(provider, identity.claims.sub, profileOf(identity.claims));
     if (user.disabledAt) return pageOf(403, 'Your account is disabled', `Your account has been disabled here by an administrator, so it cannot sign in. ${AGAIN}`);
     const refreshToken = identity.tokens.refresh_token;
     const sessionId = await this.sessions.create(provider.name, user.id, (id) => (refreshToken ? this.vault.seal(sessionContext(id), refreshToken) : null));
     this.events.emit('upstream.signed_in', { reason: 'broker', provider: provider.name, clientId: purpose.clientId, userId: user.id }, requester);
-    if (purpose.kind === 'helper') return fromHelper(await this.login.completeUpstream(purpose.state, purpose.clientId, user, sessionId));
-    return { kind: 'page', page: await this.verification.upstreamSignedIn(purpose.userCode, user, sessionId, csrfToken, requester), deviceForm: true };
+    if (purpose.kind === 'helper') {
+      const hold = () => this.confirmations.hold(stateHash, { mode: 'broker', userId: user.id, upstreamSessionId: sessionId });
+      return fromHelper(await this.login.awaitConfirmation(purpose.state, purpose.clientId, { providerName: provider.displayName, username: displayNameOf(user) }, hold), 'confirmation');
+    }
+    return { kind: 'page', page: await this.verification.upstreamSignedIn(purpose.userCode, user, sessionId, csrfToken, requester), form: 'device' };
   }
 }
 
-const fromHelper = (outcome: AuthorizeOutcome): CallbackAnswer => (outcome.kind === 'redirect' ? outcome : { kind: 'page', page: outcome });
+type SignedIn = Extract<CallbackResult, { outcome: 'signed-in' }>;
+
+const fromHelper = (outcome: AuthorizeOutcome, form?: 'confirmation'): CallbackAnswer => (outcome.kind === 'redirect' ? outcome : { kind: 'page', page: outcome, form });
 
 /** The profile claims kept on a brokered user, each only when it has the type the standard gives it. */
 function profileOf(claims: Record<string, unknown>): UpstreamProfile {

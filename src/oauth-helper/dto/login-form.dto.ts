@@ -1,6 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 
-/** The forms of POST /sso/authorize, for the OpenAPI description: the sign-in form, or an identity provider's button. */
+/** The forms of POST /sso/authorize, for the OpenAPI description: the sign-in form, an identity provider's button, or the confirmation after a sign-in there. */
 export class LoginFormDto {
   @ApiProperty({ enum: ['code'] })
   response_type: 'code';
@@ -22,4 +22,10 @@ export class LoginFormDto {
 
   @ApiPropertyOptional({ description: "an identity provider's button: its name (the answer is a redirect to that provider)" })
   idp?: string;
+
+  @ApiPropertyOptional({ description: 'the "Continue to CLIENT?" page after a sign-in at an identity provider: its one-time value' })
+  confirmation?: string;
+
+  @ApiPropertyOptional({ enum: ['continue', 'cancel'], description: 'with `confirmation`: the button pressed' })
+  decision?: 'continue' | 'cancel';
 }
