@@ -20,7 +20,8 @@ export const relayContext = (id: string) => `relay:${id}`;
 /**
  * relay_hand_overs (and, for the helper's sign-in link, its row in authorizations): a relayed
  * sign-in's token response, kept sealed until the device collects it by the service's own
- * single-use code or device code, then erased.
+ * single-use code or device code, then erased. The row itself stays until its code expires, so a
+ * code presented again is known for a replay (and the tokens recorded with its id are ended).
  */
 @Injectable()
 export class RelayHandOversRepository {
@@ -96,6 +97,18 @@ export class RelayHandOversRepository {
    */
   redeem(manager: EntityManager, codeHash: Buffer, clientId: string): Promise<WaitingHandOver | undefined> {
     return this.take(manager, 'code_hash = $1 AND client_id = $2', [codeHash, clientId]);
+  }
+
+  /**
+   * A relayed code of this client that was already presented (redeemed, or spent by a failed
+   * check), locked: a redemption still under way is waited for, so a replay racing it is one.
+   */
+  async presented(manager: EntityManager, codeHash: Buffer, clientId: string): Promise<{ id: string; provider: string } | undefined> {
+    const [row]: { id: string; provider: string }[] = await manager.query(
+      'SELECT id, provider FROM relay_hand_overs WHERE code_hash = $1 AND client_id = $2 AND handed_over_at IS NOT NULL FOR UPDATE',
+      [codeHash, clientId],
+    );
+    return row;
   }
 
   /** A relayed device code's sealed answer, taken once, in the poll's transaction. */

@@ -26,7 +26,8 @@ export interface RelayedTokenResponse {
  * Relay mode (the provider's own tokens reach the device): at the callback the provider's token
  * response is sealed and waits for the device's own single-use code or device code; refreshes
  * and revocations of what was relayed are forwarded with the service's credentials, and a
- * relayed refresh token serves only the client it was handed to.
+ * relayed refresh token serves only the client it was handed to, one refresh at a time. A
+ * relayed code presented twice ends here what it handed over (RFC 6749 §4.1.2).
  */
 @Injectable()
 export class RelayService {
@@ -81,34 +82,56 @@ export class RelayService {
   /** What a relayed hand-over held, opened and recorded as this client's in the hand-over's transaction: erased and recorded together. */
   async deliver(manager: EntityManager, taken: WaitingHandOver, clientId: string): Promise<RelayedTokenResponse> {
     const tokens = JSON.parse(this.vault.open(relayContext(taken.id), taken.tokenResponseSealed)) as oidc.TokenEndpointResponse;
-    return this.answer(manager, tokens, clientId, taken.provider);
+    return this.answer(manager, tokens, clientId, taken.provider, taken.id);
+  }
+
+  /**
+   * A relayed code of this client presented again, in the caller's transaction: every token that
+   * descends from it is forgotten here, so none of them is refreshed or revoked through the
+   * service any more (the provider is not told: the service keeps no token value to tell it).
+   * Undefined when the code is not a relayed one already presented.
+   */
+  async replay(manager: EntityManager, codeHash: Buffer, clientId: string): Promise<{ provider: string; forgotten: number } | undefined> {
+    const presented = await this.handOvers.presented(manager, codeHash, clientId);
+    if (!presented) return undefined;
+    return { provider: presented.provider, forgotten: await this.relayed.forgetHandedOver(manager, presented.id) };
   }
 
   /**
    * A refresh with a relayed refresh token, forwarded to its provider; undefined when the token
-   * is not a relayed one (the caller goes on with its own). Another client's: invalid_grant.
+   * is not a relayed one (the caller goes on with its own). Another client's: invalid_grant. The
+   * token is leased for the provider call, so a concurrent refresh with it is told to try again
+   * (503) rather than forwarded too: a rotating provider would spend it on one and refuse the
+   * other, and that refusal would end the session the first one renewed.
    */
   async refresh(refreshToken: string, clientId: string): Promise<RelayedTokenResponse | undefined> {
     const hash = sha256(refreshToken);
-    const found = await this.relayed.find(hash);
-    if (!found || found.kind !== 'refresh_token') return undefined;
-    if (found.clientId !== clientId) throw invalidGrant('the refresh token is invalid');
-    const provider = await this.registry.find(found.provider);
-    if (!provider) throw invalidGrant('the identity provider of this refresh token is no longer registered');
+    const leased = await this.relayed.leaseRefresh(hash, clientId, this.upstream.callLeaseSeconds);
+    if (leased === undefined) return undefined;
+    if (leased === 'foreign') throw invalidGrant('the refresh token is invalid');
+    if (leased === 'busy') throw new OAuthError('temporarily_unavailable', 'another refresh with this refresh token is waiting for its identity provider: try again shortly');
+    let tokens: oidc.TokenEndpointResponse;
     try {
-      const tokens = await this.upstream.call(provider, (configuration) => oidc.refreshTokenGrant(configuration, refreshToken));
-      return await this.dataSource.transaction(async (manager) => {
-        if (tokens.refresh_token && tokens.refresh_token !== refreshToken) await this.relayed.forget(manager, hash);
-        return this.answer(manager, tokens, clientId, provider.name, tokens.refresh_token ? undefined : refreshToken);
-      });
+      const provider = await this.registry.find(leased.provider);
+      if (!provider) throw invalidGrant('the identity provider of this refresh token is no longer registered');
+      tokens = await this.upstream.call(provider, (configuration) => oidc.refreshTokenGrant(configuration, refreshToken));
     } catch (error) {
-      if (!(error instanceof UpstreamFailure)) throw error;
-      if (error.kind === 'refused' && error.error === 'invalid_grant') {
+      if (error instanceof UpstreamFailure && error.kind === 'refused' && error.error === 'invalid_grant') {
         await this.relayed.forget(this.dataSource.manager, hash);
         throw invalidGrant('the identity provider refused the refresh token');
       }
-      throw new OAuthError('temporarily_unavailable', 'the identity provider could not be reached: try again shortly');
+      // Nothing changed at the provider (as far as the service knows): a retry may go at once.
+      await this.relayed.release(hash);
+      if (error instanceof UpstreamFailure) throw new OAuthError('temporarily_unavailable', 'the identity provider could not be reached: try again shortly');
+      throw error;
     }
+    const kept = !tokens.refresh_token || tokens.refresh_token === refreshToken;
+    return this.dataSource.transaction(async (manager) => {
+      // Ends the lease: the old token is erased (rotated) or recorded again (kept).
+      const settled = await this.relayed.settle(manager, hash, !kept);
+      if (!settled) throw invalidGrant('the refresh token was revoked while it was being refreshed');
+      return this.answer(manager, tokens, clientId, leased.provider, settled.handOverId, kept ? refreshToken : undefined);
+    });
   }
 
   /** RFC 7009 for a relayed token: forwarded when the provider has a revocation endpoint, and forgotten; false when not relayed (or another client's). */
@@ -131,7 +154,15 @@ export class RelayService {
     return true;
   }
 
-  private async answer(manager: EntityManager, tokens: oidc.TokenEndpointResponse, clientId: string, provider: string, keptRefreshToken?: string): Promise<RelayedTokenResponse> {
+  /** The device's answer, its tokens recorded as this client's and as descending from the hand-over `handOverId`. */
+  private async answer(
+    manager: EntityManager,
+    tokens: oidc.TokenEndpointResponse,
+    clientId: string,
+    provider: string,
+    handOverId: string | null,
+    keptRefreshToken?: string,
+  ): Promise<RelayedTokenResponse> {
     const expiresIn = typeof tokens.expires_in === 'number' ? Math.max(0, Math.floor(tokens.expires_in)) : USER_ACCESS_TOKEN_TTL;
     const refreshToken = tokens.refresh_token ?? keptRefreshToken;
     await this.relayed.record(
@@ -143,6 +174,7 @@ export class RelayService {
       ],
       clientId,
       provider,
+      handOverId,
     );
     return {
       access_token: tokens.access_token,

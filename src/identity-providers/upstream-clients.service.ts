@@ -70,6 +70,15 @@ export class UpstreamClients {
     return this.authorizationOrigins.get(name);
   }
 
+  /**
+   * The longest one call() takes: a rediscovery, the call itself and a JWKS fetch, each bounded
+   * by IDP_HTTP_TIMEOUT_MS, and a second to spare. A lease held for a call lasts this long, so
+   * one left by a crash runs out soon after.
+   */
+  get callLeaseSeconds(): number {
+    return Math.ceil((3 * this.env.IDP_HTTP_TIMEOUT_MS) / 1000) + 1;
+  }
+
   /** Runs one call to the provider, its failures said as UpstreamFailure. */
   async call<T>(provider: IdentityProviderEntity, action: (configuration: oidc.Configuration) => Promise<T>): Promise<T> {
     const configuration = await this.configuration(provider);

@@ -36,9 +36,7 @@ export class UpstreamRecheck {
   ) {}
 
   async check(grantId: string): Promise<RecheckOutcome> {
-    // Long enough for the token call and a JWKS fetch, each bounded by IDP_HTTP_TIMEOUT_MS; a lease left by a crash runs out.
-    const leaseSeconds = Math.ceil((3 * this.env.IDP_HTTP_TIMEOUT_MS) / 1000);
-    const session = await this.sessions.leaseDue(grantId, this.env.IDP_RECHECK_INTERVAL, leaseSeconds);
+    const session = await this.sessions.leaseDue(grantId, this.env.IDP_RECHECK_INTERVAL, this.upstream.callLeaseSeconds);
     if (session === undefined) return { outcome: 'confirmed' };
     if (session === 'busy') return { outcome: 'busy' };
     let answer: { outcome: RecheckOutcome; rotated: Buffer | null } | undefined;

@@ -25,8 +25,9 @@ const PURGES = [
      AND NOT EXISTS (SELECT 1 FROM refresh_tokens r WHERE r.grant_id = grants.id) LIMIT ${BATCH})`,
   `DELETE FROM login_failures WHERE last_failure_at < now() - interval '1 day'`,
   // Signing in through identity providers: round trips never finished, hand-overs never collected
-  // (or collected: their sealed answer is already erased), relayed tokens past their life, and
-  // upstream sessions no sign-in or grant refers to any more.
+  // (or collected: their sealed answer is already erased, and like a consumed code the row is kept
+  // until the code expires; its relayed tokens live on, unlinked), relayed tokens past their life,
+  // and upstream sessions no sign-in or grant refers to any more.
   `DELETE FROM upstream_sign_ins WHERE ctid IN (SELECT ctid FROM upstream_sign_ins WHERE expires_at < now() LIMIT ${BATCH})`,
   `DELETE FROM relay_hand_overs WHERE ctid IN (SELECT ctid FROM relay_hand_overs WHERE expires_at < now() LIMIT ${BATCH})`,
   `DELETE FROM relayed_tokens WHERE ctid IN (SELECT ctid FROM relayed_tokens WHERE expires_at < now() LIMIT ${BATCH})`,

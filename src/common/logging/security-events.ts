@@ -12,7 +12,10 @@ type ByOperator = { reason: 'cli' };
 export interface SecurityEventFields {
   'login.failed': { reason: 'wrong_password' | 'unknown_user' | 'disabled_user'; clientId: string; username: string; userId?: string };
   'login.throttled': { reason: 'slow_down'; clientId: string; username: string; waitSeconds: number };
-  'token.replayed': { reason: 'code_replayed' | 'refresh_token_reused'; clientId: string; userId: string; grantId: string | null; grantRevoked: boolean };
+  'token.replayed':
+    | { reason: 'code_replayed' | 'refresh_token_reused'; clientId: string; userId: string; grantId: string | null; grantRevoked: boolean }
+    /** A relayed code: no local user nor grant; the provider's tokens it handed over are forgotten. */
+    | { reason: 'code_replayed'; clientId: string; userId: null; grantId: null; grantRevoked: false; provider: string; relayedTokensForgotten: number };
   'grant.revoked': { reason: 'revoked_by_client'; clientId: string; userId: string; grantId: string };
   'device.denied': { reason: 'user_denied'; clientId: string; userId: string | null };
   'client.refused': { reason: 'unknown_client' | 'wrong_secret' | 'disabled_client'; clientId: string };

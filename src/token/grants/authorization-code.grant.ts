@@ -68,7 +68,16 @@ export class AuthorizationCodeGrant implements GrantHandler<UserTokenResponse | 
     return inTokenTransaction(this.dataSource, deadline, async (manager, afterCommit) => {
       const code = await this.codes.lock(manager, codeHash);
       // Another client's code is indistinguishable from no code, and is left untouched.
-      if (!code || code.client_id !== client.id) return invalidGrant('the authorization code is invalid');
+      if (!code || code.client_id !== client.id) {
+        // A relayed code presented again leaked as well: the provider's tokens it handed over are refused from now on.
+        const replay = await this.relay.replay(manager, codeHash, client.id);
+        if (!replay) return invalidGrant('the authorization code is invalid');
+        afterCommit(() => {
+          const relayed = { reason: 'code_replayed', clientId: client.id, userId: null, grantId: null, grantRevoked: false, provider: replay.provider, relayedTokensForgotten: replay.forgotten } as const;
+          this.events.emit('token.replayed', relayed, requester);
+        });
+        return invalidGrant('the authorization code was already used');
+      }
       if (code.consumed_at) {
         // A second use means the code leaked: revoke everything issued from it (RFC 6749 §4.1.2).
         const revoked = code.grant_id ? await this.grants.revoke(manager, code.grant_id) : undefined;
