@@ -6,6 +6,7 @@ import { HousekeepingService } from '../../src/token/housekeeping.service.js';
 import type { TestClient } from '../factories/oauth.factory.js';
 import { issueState } from '../factories/state.factory.js';
 import { credentials, postForm, storedHash } from '../factories/token-flow.factory.js';
+import { confirmSignIn } from '../factories/upstream.factory.js';
 import { launchChromium } from '../setup/chromium.js';
 import { query } from '../setup/database.js';
 import { startTestApp, type TestApp } from '../setup/test-app.js';
@@ -56,6 +57,7 @@ describe('relayed refreshes one at a time, and a relayed code presented twice', 
       const page = await context.newPage();
       await page.goto(config.authorize_url);
       await signInAtUpstream(page, { username: ALICE.preferred_username, password: ALICE.password });
+      await confirmSignIn(page);
       await expect.poll(() => page.locator('h1').textContent(), { timeout: 5000 }).toBe("You're signed in");
     } finally {
       await context.close();
