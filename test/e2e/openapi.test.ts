@@ -9,7 +9,7 @@ import { clientToken, PUBLISH_SCOPE, publish, validNotification } from '../facto
 import { createClient, createUser, type TestClient } from '../factories/oauth.factory.js';
 import { issueState } from '../factories/state.factory.js';
 import { basicAuth, credentials, exchangeCode, LOOPBACK_PATTERN, LOOPBACK_REDIRECT, postForm, refresh } from '../factories/token-flow.factory.js';
-import { createSignInClient, newKek, registerProvider } from '../factories/upstream.factory.js';
+import { createSignInClient, newKek, registerProvider, throughForgingProvider } from '../factories/upstream.factory.js';
 import { signIn } from '../setup/browserless-login.js';
 import { startTestApp, type TestApp } from '../setup/test-app.js';
 import { startForgingProvider } from '../setup/upstream/forging-provider.js';
@@ -40,7 +40,7 @@ const FORM_FIELDS: Record<string, string[]> = {
   'post /sso/introspect': ['token', ...CLIENT_FIELDS],
   'post /sso/revoke': ['token', ...CLIENT_FIELDS],
   'post /sso/device_authorization': ['scope', ...CLIENT_FIELDS],
-  'post /sso/authorize': ['response_type', 'client_id', 'state', 'csrf_token', 'username', 'password', 'idp'],
+  'post /sso/authorize': ['response_type', 'client_id', 'state', 'csrf_token', 'username', 'password', 'idp', 'confirmation', 'decision'],
   'post /sso/device': ['csrf_token', 'user_code', 'username', 'password', 'idp', 'decision', 'approval'],
 };
 const CLIENT_AUTHENTICATED = ['/sso/token', '/public/api/oauth2/token', '/sso/introspect', '/sso/revoke', '/sso/device_authorization'];
@@ -249,16 +249,23 @@ describe('OpenAPI description', () => {
     try {
       await registerProvider(app, forge, 'forge', 'Forge');
       const forgeClient = await createSignInClient(app, ['forge'], { redirectPatterns: [LOOPBACK_PATTERN] });
-      const throughForge = async (query: Record<string, string> = {}) => {
+      /** `cancelled`: the provider's answer is an error (the user cancelled there). */
+      const throughForge = async (query: Record<string, string> = {}, cancelled = false) => {
         const start = await fetch((await issueState(app, forgeClient.id, query)).authorize_url, { redirect: 'manual' });
         await answered('get /sso/authorize', start);
         const cookie = start.headers.getSetCookie().map((line) => line.split(';')[0]).join('; ');
-        const back = (await fetch(start.headers.get('location')!, { redirect: 'manual' })).headers.get('location')!;
+        const back = new URL((await fetch(start.headers.get('location')!, { redirect: 'manual' })).headers.get('location')!);
+        if (cancelled) back.search = new URLSearchParams({ error: 'access_denied', state: back.searchParams.get('state')! }).toString();
         return fetch(back, { redirect: 'manual', headers: { cookie } });
       };
       const callback = 'get /sso/callback/{name}';
       await answered(callback, await throughForge());
       await answered(callback, await throughForge({ redirect_url: LOOPBACK_REDIRECT }));
+      await answered(callback, await throughForge({ redirect_url: LOOPBACK_REDIRECT }, true));
+      // The confirmation after the provider's sign-in: Continue sends the browser to the device.
+      const confirmed = await throughForgingProvider((await issueState(app, forgeClient.id, { redirect_url: LOOPBACK_REDIRECT })).authorize_url, { confirm: true });
+      expect(confirmed.status).toBe(302);
+      await answered('post /sso/authorize', confirmed);
       await answered(callback, await fetch(`${app.baseUrl}/sso/callback/forge?code=x&state=unknown`));
       await app.get(UsersService).disable('forge:forged-subject');
       await answered(callback, await throughForge());
