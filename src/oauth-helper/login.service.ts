@@ -19,6 +19,9 @@ import { AuthorizationCodeIssuer } from '../token/authorization-code-issuer.js';
 import { OAuthError } from '../token/oauth-error.js';
 import { type OAuthParams, readOAuthParams } from '../token/oauth-params.js';
 import { ApprovedStates } from './approved-states.js';
+import { authorizationResponse, isStandardRequest, readAuthorizationRequest } from './authorization-request.js';
+import { Env } from '../config/env.js';
+import { formatScope } from '../token/scope.js';
 import { confirmPage, loginPage, signedInPage } from './login-page.js';
 import { LoginAttempts, signInRefusal } from './login-attempts.service.js';
 import { InvalidState, type StateClaims, StateTokens } from './state-tokens.service.js';
@@ -62,14 +65,32 @@ export class LoginService {
     private readonly confirmations: SignInConfirmations,
     private readonly relay: RelayService,
     private readonly users: UsersService,
+    private readonly env: Env,
   ) {}
 
   async show(query: unknown, csrfToken: string, browser: BrowserBinding): Promise<AuthorizeOutcome> {
-    const request = await this.verify(query);
+    const request = isStandardRequest(query) ? await this.fromStandardRequest(query) : await this.verify(query);
     if ('kind' in request) return request;
     // A client that signs in through one provider only has nothing to choose: straight there.
     const provider = onlyProvider(request.methods);
-    return provider ? this.toProvider(request, provider.name, csrfToken, browser) : this.form(request, csrfToken, 200);
+    return provider ? this.toProvider(request, provider.name, csrfToken, browser) : this.form(request, csrfToken, 200, undefined, request.claims.request?.login_hint);
+  }
+
+  /**
+   * A standard authorization request, checked, becomes a sign-in link like the helper's (the
+   * login page carries it, and it yields one code); errors the client may learn go back to it.
+   */
+  private async fromStandardRequest(query: unknown): Promise<VerifiedRequest | AuthorizeOutcome> {
+    const read = await readAuthorizationRequest(query, (id) => this.clients.find(id), this.env.identityUrl);
+    if (read.kind === 'page') return errorPage(`${read.message} Go back to the application and try again; if this happens again, tell its maker.`, 'This sign-in request does not work');
+    if (read.kind === 'redirect') return read;
+    const { client, redirectUri, codeChallenge, prompt, maxAge, loginHint, scope, state, nonce } = read.request;
+    // No sign-in is remembered in the browser (yet): a request that may not show a page cannot be answered.
+    if (prompt.includes('none')) {
+      return { kind: 'redirect', location: authorizationResponse(redirectUri, this.env.identityUrl, { error: 'login_required', error_description: 'no one is signed in here in this browser', state }) };
+    }
+    const link = await this.states.issue({ clientId: client.id, redirectUrl: redirectUri, codeChallenge, request: { scope, state, nonce, prompt, max_age: maxAge, login_hint: loginHint } });
+    return this.verify({ response_type: 'code', client_id: client.id, state: link });
   }
 
   /** `signedInBrowser`: the binding the browser already has (a confirmation after a sign-in at a provider is its own). */
@@ -145,7 +166,7 @@ export class LoginService {
 
   /** Relay mode: the provider's tokens wait for this link's device, which gets its code now (a redirect) or by polling. */
   private async handOverRelayed(request: VerifiedRequest, provider: IdentityProviderEntity, tokens: oidc.TokenEndpointResponse): Promise<AuthorizeOutcome> {
-    const { claims, client, state } = request;
+    const { claims, client } = request;
     const device = deviceAddress(request);
     if (device && !(device instanceof URL)) return device;
     const link = { stateId: claims.jti, clientId: client.id, redirectUrl: claims.redirect_url ?? null, codeChallenge: claims.code_challenge ?? null, stateExpiresAt: new Date(claims.exp * 1000) };
@@ -155,19 +176,19 @@ export class LoginService {
       this.approved.add(claims.jti, claims.exp * 1000);
       return { kind: 'page', status: 200, html: signedInPage({ clientName: client.name, providerName: provider.displayName }) };
     }
-    return toDevice(device, { code, state });
+    return this.toClient(request, device, { code });
   }
 
   /** The link ends without a sign-in: a device waiting at its redirect URL is sent `access_denied`, a polling one is answered it from now on. */
   private async deny(request: VerifiedRequest): Promise<AuthorizeOutcome> {
-    const { claims, client, state } = request;
+    const { claims, client } = request;
     if (!(await this.codes.deny({ stateId: claims.jti, clientId: client.id, redirectUrl: claims.redirect_url ?? null, stateExpiresAt: new Date(claims.exp * 1000) }))) return alreadyUsed();
     const device = deviceAddress(request);
     if (!device) {
       this.approved.add(claims.jti, claims.exp * 1000);
       return { kind: 'page', status: 200, html: messagePage('Sign-in cancelled', `${client.name} was not signed in. Return to your device: it will tell you the sign-in was cancelled.`) };
     }
-    return device instanceof URL ? toDevice(device, { error: 'access_denied', state }) : device;
+    return device instanceof URL ? this.toClient(request, device, { error: 'access_denied' }) : device;
   }
 
   /** The round trip to a provider the client signs in with: a redirect there, or the form again saying why not. */
@@ -185,7 +206,7 @@ export class LoginService {
   }
 
   private async complete(request: VerifiedRequest, user: ApprovingUser, upstreamSessionId: string | null): Promise<AuthorizeOutcome> {
-    const { client, state, claims } = request;
+    const { client, claims } = request;
     const approval = {
       stateId: claims.jti,
       clientId: client.id,
@@ -195,6 +216,7 @@ export class LoginService {
       codeChallenge: claims.code_challenge ?? null,
       stateExpiresAt: new Date(claims.exp * 1000),
       upstreamSessionId,
+      request: claims.request ? { scope: formatScope(claims.request.scope), nonce: claims.request.nonce, auth_time: Math.floor(Date.now() / 1000) } : null,
     };
     const device = deviceAddress(request);
     if (!device) {
@@ -205,7 +227,17 @@ export class LoginService {
     }
     if (!(device instanceof URL)) return device;
     const code = await this.codes.approveWithRedirect(approval);
-    return code ? toDevice(device, { code, state }) : alreadyUsed();
+    return code ? this.toClient(request, device, { code }) : alreadyUsed();
+  }
+
+  /**
+   * The browser sent back to where the link's sign-in goes: the helper's device gets its `state`
+   * back; a standard request's client its own `state` and the issuer (RFC 9207).
+   */
+  private toClient(request: VerifiedRequest, device: URL, params: Record<string, string>): AuthorizeOutcome {
+    const asked = request.claims.request;
+    if (!asked) return toDevice(device, { ...params, state: request.state });
+    return { kind: 'redirect', location: authorizationResponse(device.href, this.env.identityUrl, { ...params, state: asked.state }) };
   }
 
   /** The request's client, state and response type; an error page for anything wrong. */
@@ -240,7 +272,9 @@ export class LoginService {
   private async form(request: VerifiedRequest, csrfToken: string, status: number, error?: string, username?: string): Promise<AuthorizeOutcome & { kind: 'page' }> {
     const device = request.claims.redirect_url ? new URL(request.claims.redirect_url) : undefined;
     const { local, providers } = request.methods;
-    const html = loginPage({ clientName: request.client.name, clientId: request.client.id, state: request.state, csrfToken, error, username, deviceHost: device?.host, local, providers });
+    // A device's host is named so its user can tell it is theirs; a standard request's redirect_uri is the client's own, registered exactly.
+    const deviceHost = request.claims.request ? undefined : device?.host;
+    const html = loginPage({ clientName: request.client.name, clientId: request.client.id, state: request.state, csrfToken, error, username, deviceHost, local, providers });
     const formTargets = [...(device ? [device.origin] : []), ...(providers.length > 0 ? await this.methods.formTargets() : [])];
     return { kind: 'page', status, html, formTargets };
   }
