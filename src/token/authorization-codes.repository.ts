@@ -26,8 +26,9 @@ export interface AuthorizationCodeRow {
 export interface CodeRequest {
   scope: string | null;
   nonce?: string;
-  /** Seconds since the epoch. */
+  /** When the user signed in (seconds since the epoch), and the browser session's public id. */
   auth_time: number;
+  sid: string;
 }
 
 export interface NewAuthorizationCode {
