@@ -145,6 +145,10 @@ export class Env {
   @Matches(/^[\x21\x23-\x5B\x5D-\x7E]+$/, { message: '$property must be one scope token (RFC 6749 §3.3)' })
   DEFAULT_CLIENT_SCOPE: string = 'notification:subscribe';
 
+  /** Seconds a browser's sign-in at the service lasts (single sign-on): within it, sign-in pages ask for no password. */
+  @Min(60) @Max(2592000) @IsInt()
+  SESSION_TTL: number = 43200;
+
   /** Seconds a helper state (the sign-in link of endpoint 1) stays valid. */
   @Min(60) @Max(86400) @IsInt()
   STATE_TTL: number = 600;

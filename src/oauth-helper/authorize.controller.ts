@@ -7,7 +7,9 @@ import { bindBrowser, browserBinding } from '../identity-providers/upstream-brow
 import { requesterOf } from '../common/http/requester.js';
 import { csrfCookieValue, newCsrfToken, pageCsrfToken, sendHtmlPage } from '../common/html/html-reply.js';
 import { LoginFormDto } from './dto/login-form.dto.js';
-import { type AuthorizeOutcome, LoginService } from './login.service.js';
+import { type AuthorizeOutcome, type LoginBrowser, LoginService } from './login.service.js';
+import { Env } from '../config/env.js';
+import { sessionCookie, setSessionCookie } from '../sessions/session-cookie.js';
 
 const PAGE_PATH = '/sso/authorize';
 
@@ -20,7 +22,20 @@ const REDIRECT_HEADERS = {
 @ApiTags('device authorization helper')
 @Controller('sso/authorize')
 export class AuthorizeController {
-  constructor(private readonly login: LoginService) {}
+  constructor(
+    private readonly login: LoginService,
+    private readonly env: Env,
+  ) {}
+
+  /** The browser's cookies as the login page reads and sets them. */
+  private browserOf(request: FastifyRequest, reply: FastifyReply): LoginBrowser {
+    return {
+      bind: () => bindBrowser(request, reply),
+      binding: browserBinding(request),
+      session: sessionCookie(request),
+      startSession: (secret) => setSessionCookie(request, reply, secret, this.env.SESSION_TTL),
+    };
+  }
 
   @Get()
   @ApiOperation({
@@ -39,7 +54,7 @@ export class AuthorizeController {
   })
   async show(@Query() query: unknown, @Req() request: FastifyRequest, @Res() reply: FastifyReply) {
     const csrfToken = pageCsrfToken(request, PAGE_PATH);
-    send(request, reply, await this.login.show(query, csrfToken, () => bindBrowser(request, reply)), csrfToken);
+    send(request, reply, await this.login.show(query, csrfToken, this.browserOf(request, reply)), csrfToken);
   }
 
   @Post()
@@ -62,12 +77,12 @@ export class AuthorizeController {
   async submit(@Body() body: unknown, @Req() request: FastifyRequest, @Res() reply: FastifyReply) {
     // A failed attempt gets a fresh token: the form is re-rendered with it and the cookie renewed.
     const fresh = newCsrfToken();
-    const outcome = await this.login.submit(body, { cookie: csrfCookieValue(request, PAGE_PATH), fresh }, requesterOf(request), () => bindBrowser(request, reply), browserBinding(request));
+    const outcome = await this.login.submit(body, { cookie: csrfCookieValue(request, PAGE_PATH), fresh }, requesterOf(request), this.browserOf(request, reply));
     send(request, reply, outcome, fresh);
   }
 }
 
-export function send(request: FastifyRequest, reply: FastifyReply, outcome: AuthorizeOutcome, csrfToken: string) {
+function send(request: FastifyRequest, reply: FastifyReply, outcome: AuthorizeOutcome, csrfToken: string) {
   if (outcome.kind === 'redirect') {
     void reply.header('Cache-Control', 'no-store').header('Referrer-Policy', 'no-referrer').redirect(outcome.location, 302);
     return;

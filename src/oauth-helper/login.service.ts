@@ -19,7 +19,11 @@ import { AuthorizationCodeIssuer } from '../token/authorization-code-issuer.js';
 import { OAuthError } from '../token/oauth-error.js';
 import { type OAuthParams, readOAuthParams } from '../token/oauth-params.js';
 import { ApprovedStates } from './approved-states.js';
-import { confirmPage, loginPage, signedInPage } from './login-page.js';
+import { authorizationResponse, isStandardRequest, readAuthorizationRequest } from './authorization-request.js';
+import { Env } from '../config/env.js';
+import { formatScope } from '../token/scope.js';
+import { confirmPage, continueAsPage, loginPage, signedInPage } from './login-page.js';
+import { type BrowserSession, BrowserSessionsRepository } from '../sessions/browser-sessions.repository.js';
 import { LoginAttempts, signInRefusal } from './login-attempts.service.js';
 import { InvalidState, type StateClaims, StateTokens } from './state-tokens.service.js';
 
@@ -33,8 +37,17 @@ interface VerifiedRequest {
   methods: SignInChoice;
 }
 
-/** The browser's binding cookie, issued on first use: only a sign-in at a provider needs one. */
-export type BrowserBinding = () => string;
+/** What the login page knows of the browser, and may set on it. */
+export interface LoginBrowser {
+  /** The binding of a sign-in at a provider, issued (as a cookie) on first use. */
+  bind(): string;
+  /** The binding it already has (a confirmation after a sign-in at a provider is its own). */
+  binding: string | undefined;
+  /** Its session cookie's value, if any. */
+  session: string | undefined;
+  /** Sets the session cookie: a sign-in here began a session. */
+  startSession(secret: string): void;
+}
 
 /** A signed-in user as the approval needs them. */
 type ApprovingUser = Pick<UserEntity, 'id' | 'username' | 'profile' | 'tokensValidAfter'>;
@@ -62,26 +75,70 @@ export class LoginService {
     private readonly confirmations: SignInConfirmations,
     private readonly relay: RelayService,
     private readonly users: UsersService,
+    private readonly env: Env,
+    private readonly sessions: BrowserSessionsRepository,
   ) {}
 
-  async show(query: unknown, csrfToken: string, browser: BrowserBinding): Promise<AuthorizeOutcome> {
-    const request = await this.verify(query);
+  async show(query: unknown, csrfToken: string, browser: LoginBrowser): Promise<AuthorizeOutcome> {
+    const request = isStandardRequest(query) ? await this.fromStandardRequest(query) : await this.verify(query);
     if ('kind' in request) return request;
-    // A client that signs in through one provider only has nothing to choose: straight there.
-    const provider = onlyProvider(request.methods);
-    return provider ? this.toProvider(request, provider.name, csrfToken, browser) : this.form(request, csrfToken, 200);
+    const session = await this.sessions.find(browser.session);
+    const asked = request.claims.request;
+    if (asked) {
+      // OpenID Connect Core §3.1.2.1: prompt=login and an exceeded max_age ask for the sign-in again.
+      const usable = session && !asked.prompt?.includes('login') && (asked.max_age === undefined || Date.now() - session.authTime.getTime() <= asked.max_age * 1000) ? session : undefined;
+      if (asked.prompt?.includes('none')) return usable ? this.complete(request, usable.user, browser, usable) : this.refuse(request, 'login_required', 'no one is signed in here in this browser');
+      // Single sign-on: a standard request is answered without a page, unless it asks for one.
+      if (usable && !asked.prompt?.includes('consent')) return this.complete(request, usable.user, browser, usable);
+      if (usable) return this.continueAs(request, usable, csrfToken);
+    } else if (session) {
+      // The helper's link (someone may have sent it) is never answered silently.
+      return this.continueAs(request, session, csrfToken);
+    }
+    return this.signInStep(request, csrfToken, browser);
   }
 
-  /** `signedInBrowser`: the binding the browser already has (a confirmation after a sign-in at a provider is its own). */
-  async submit(body: unknown, csrf: { cookie?: string; fresh: string }, requester: Requester, browser: BrowserBinding, signedInBrowser: string | undefined): Promise<AuthorizeOutcome> {
+  /** The sign-in itself: a client that signs in through one provider only has nothing to choose (straight there); else the form. */
+  private signInStep(request: VerifiedRequest, csrfToken: string, browser: LoginBrowser): Promise<AuthorizeOutcome> {
+    const provider = onlyProvider(request.methods);
+    return provider ? this.toProvider(request, provider.name, csrfToken, browser) : this.form(request, csrfToken, 200, undefined, request.claims.request?.login_hint);
+  }
+
+  /** "Continue as USER": the browser's session may answer this link, on the user's word; or another account signs in. */
+  private async continueAs(request: VerifiedRequest, session: BrowserSession, csrfToken: string): Promise<AuthorizeOutcome> {
+    const html = continueAsPage({ clientName: request.client.name, clientId: request.client.id, state: request.state, csrfToken, username: displayNameOf(session.user) });
+    return { kind: 'page', status: 200, html, formTargets: await this.formTargets(request) };
+  }
+
+  /**
+   * A standard authorization request, checked, becomes a sign-in link like the helper's (the
+   * login page carries it, and it yields one code); errors the client may learn go back to it.
+   */
+  private async fromStandardRequest(query: unknown): Promise<VerifiedRequest | AuthorizeOutcome> {
+    const read = await readAuthorizationRequest(query, (id) => this.clients.find(id), this.env.identityUrl);
+    if (read.kind === 'page') return errorPage(`${read.message} Go back to the application and try again; if this happens again, tell its maker.`, 'This sign-in request does not work');
+    if (read.kind === 'redirect') return read;
+    const { client, redirectUri, codeChallenge, prompt, maxAge, loginHint, scope, state, nonce } = read.request;
+    const link = await this.states.issue({ clientId: client.id, redirectUrl: redirectUri, codeChallenge, request: { scope, state, nonce, prompt, max_age: maxAge, login_hint: loginHint } });
+    return this.verify({ response_type: 'code', client_id: client.id, state: link });
+  }
+
+  async submit(body: unknown, csrf: { cookie?: string; fresh: string }, requester: Requester, browser: LoginBrowser): Promise<AuthorizeOutcome> {
     const request = await this.verify(body);
     if ('kind' in request) return request;
     const params = readOAuthParams(body);
     // Its one-time value, bound to the browser that signed in at the provider, is the confirmation's CSRF token.
     const confirmation = params.get('confirmation');
-    if (confirmation !== undefined) return this.confirm(request, confirmation, params.get('decision'), signedInBrowser);
+    if (confirmation !== undefined) return this.confirm(request, confirmation, params.get('decision'), browser);
     if (!csrfMatches(csrf.cookie, params.get('csrf_token'))) {
       return this.form(request, csrf.fresh, 403, `${csrfRefusal(csrf.cookie)} Please sign in again.`);
+    }
+    const asSession = params.get('session');
+    if (asSession === 'another') return this.signInStep(request, csrf.fresh, browser);
+    if (asSession !== undefined) {
+      const session = await this.sessions.find(browser.session);
+      if (!session) return this.form(request, csrf.fresh, 400, 'Your sign-in here has ended. Please sign in again.');
+      return this.complete(request, session.user, browser, session);
     }
     const idp = params.get('idp');
     if (idp !== undefined) return this.toProvider(request, idp, csrf.fresh, browser);
@@ -95,7 +152,7 @@ export class LoginService {
       const refusal = signInRefusal(attempt);
       return { ...(await this.form(request, csrf.fresh, refusal.status, refusal.message, username)), retryAfter: refusal.retryAfter };
     }
-    return this.complete(request, attempt.user, null);
+    return this.complete(request, attempt.user, browser);
   }
 
   /**
@@ -130,9 +187,9 @@ export class LoginService {
   }
 
   /** The user continued (or cancelled) on the page after a sign-in at a provider: the held outcome goes to the device now. */
-  private async confirm(request: VerifiedRequest, confirmation: string, decision: string | undefined, browser: string | undefined): Promise<AuthorizeOutcome> {
+  private async confirm(request: VerifiedRequest, confirmation: string, decision: string | undefined, browser: LoginBrowser): Promise<AuthorizeOutcome> {
     if (decision !== 'continue' && decision !== 'cancel') return errorPage(`The form was changed: choose Continue or Cancel. ${AGAIN}`);
-    const held = await this.confirmations.take(confirmation, browser, request.state);
+    const held = await this.confirmations.take(confirmation, browser.binding, request.state);
     if (!held) return errorPage(`This sign-in was not finished in this browser, or is too old. ${AGAIN}`, 'This sign-in does not work');
     if (decision === 'cancel') return this.deny(request);
     // The client may have stopped signing in through this provider since.
@@ -140,12 +197,12 @@ export class LoginService {
     if (held.mode === 'relay') return this.handOverRelayed(request, held.provider, held.tokens);
     const user = await this.users.findById(held.userId);
     if (!user || user.disabledAt) return { kind: 'page', status: 403, html: messagePage('Your account is disabled', `Your account has been disabled here by an administrator, so it cannot sign in. ${AGAIN}`) };
-    return this.complete(request, user, held.upstreamSessionId);
+    return this.complete(request, user, browser, { upstreamSessionId: held.upstreamSessionId });
   }
 
   /** Relay mode: the provider's tokens wait for this link's device, which gets its code now (a redirect) or by polling. */
   private async handOverRelayed(request: VerifiedRequest, provider: IdentityProviderEntity, tokens: oidc.TokenEndpointResponse): Promise<AuthorizeOutcome> {
-    const { claims, client, state } = request;
+    const { claims, client } = request;
     const device = deviceAddress(request);
     if (device && !(device instanceof URL)) return device;
     const link = { stateId: claims.jti, clientId: client.id, redirectUrl: claims.redirect_url ?? null, codeChallenge: claims.code_challenge ?? null, stateExpiresAt: new Date(claims.exp * 1000) };
@@ -155,28 +212,28 @@ export class LoginService {
       this.approved.add(claims.jti, claims.exp * 1000);
       return { kind: 'page', status: 200, html: signedInPage({ clientName: client.name, providerName: provider.displayName }) };
     }
-    return toDevice(device, { code, state });
+    return this.toClient(request, device, { code });
   }
 
   /** The link ends without a sign-in: a device waiting at its redirect URL is sent `access_denied`, a polling one is answered it from now on. */
   private async deny(request: VerifiedRequest): Promise<AuthorizeOutcome> {
-    const { claims, client, state } = request;
+    const { claims, client } = request;
     if (!(await this.codes.deny({ stateId: claims.jti, clientId: client.id, redirectUrl: claims.redirect_url ?? null, stateExpiresAt: new Date(claims.exp * 1000) }))) return alreadyUsed();
     const device = deviceAddress(request);
     if (!device) {
       this.approved.add(claims.jti, claims.exp * 1000);
       return { kind: 'page', status: 200, html: messagePage('Sign-in cancelled', `${client.name} was not signed in. Return to your device: it will tell you the sign-in was cancelled.`) };
     }
-    return device instanceof URL ? toDevice(device, { error: 'access_denied', state }) : device;
+    return device instanceof URL ? this.toClient(request, device, { error: 'access_denied' }) : device;
   }
 
   /** The round trip to a provider the client signs in with: a redirect there, or the form again saying why not. */
-  private async toProvider(request: VerifiedRequest, name: string, csrfToken: string, browser: BrowserBinding): Promise<AuthorizeOutcome> {
+  private async toProvider(request: VerifiedRequest, name: string, csrfToken: string, browser: LoginBrowser): Promise<AuthorizeOutcome> {
     const provider = request.methods.providers.find((candidate) => candidate.name === name);
     if (!provider) return this.form(request, csrfToken, 400, NOT_OFFERED);
     try {
       const purpose = { kind: 'helper', state: request.state, clientId: request.client.id } as const;
-      return { kind: 'redirect', location: await this.upstream.start(provider, purpose, browser(), new Date(request.claims.exp * 1000)) };
+      return { kind: 'redirect', location: await this.upstream.start(provider, purpose, browser.bind(), new Date(request.claims.exp * 1000)) };
     } catch (error) {
       if (!(error instanceof UpstreamFailure)) throw error;
       const { retryAfter, title, message } = providerUnavailable(provider);
@@ -184,8 +241,19 @@ export class LoginService {
     }
   }
 
-  private async complete(request: VerifiedRequest, user: ApprovingUser, upstreamSessionId: string | null): Promise<AuthorizeOutcome> {
-    const { client, state, claims } = request;
+  /**
+   * The link answered for `user`: within the browser's live `session`, or after a sign-in here
+   * (a password, or a brokered provider's with its upstream session), which begins a session.
+   */
+  private async complete(
+    request: VerifiedRequest,
+    user: ApprovingUser,
+    browser: LoginBrowser,
+    signedIn: BrowserSession | { upstreamSessionId: string | null } = { upstreamSessionId: null },
+  ): Promise<AuthorizeOutcome> {
+    const session = 'sid' in signedIn ? signedIn : await this.startSession(user, signedIn.upstreamSessionId, browser);
+    const upstreamSessionId = session.upstreamSessionId;
+    const { client, claims } = request;
     const approval = {
       stateId: claims.jti,
       clientId: client.id,
@@ -195,6 +263,7 @@ export class LoginService {
       codeChallenge: claims.code_challenge ?? null,
       stateExpiresAt: new Date(claims.exp * 1000),
       upstreamSessionId,
+      request: claims.request ? { scope: formatScope(claims.request.scope), nonce: claims.request.nonce, auth_time: Math.floor(session.authTime.getTime() / 1000), sid: session.sid } : null,
     };
     const device = deviceAddress(request);
     if (!device) {
@@ -205,7 +274,29 @@ export class LoginService {
     }
     if (!(device instanceof URL)) return device;
     const code = await this.codes.approveWithRedirect(approval);
-    return code ? toDevice(device, { code, state }) : alreadyUsed();
+    return code ? this.toClient(request, device, { code }) : alreadyUsed();
+  }
+
+  /** A session for a user who just signed in here, its cookie set on the browser. */
+  private async startSession(user: ApprovingUser, upstreamSessionId: string | null, browser: LoginBrowser): Promise<BrowserSession> {
+    const { secret, session } = await this.sessions.start(user.id, upstreamSessionId);
+    browser.startSession(secret);
+    return session;
+  }
+
+  /** A standard request refused at its redirect_uri (OpenID Connect Core §3.1.2.6). */
+  private refuse(request: VerifiedRequest, error: string, description: string): AuthorizeOutcome {
+    return this.toClient(request, new URL(request.claims.redirect_url!), { error, error_description: description });
+  }
+
+  /**
+   * The browser sent back to where the link's sign-in goes: the helper's device gets its `state`
+   * back; a standard request's client its own `state` and the issuer (RFC 9207).
+   */
+  private toClient(request: VerifiedRequest, device: URL, params: Record<string, string>): AuthorizeOutcome {
+    const asked = request.claims.request;
+    if (!asked) return toDevice(device, { ...params, state: request.state });
+    return { kind: 'redirect', location: authorizationResponse(device.href, this.env.identityUrl, { ...params, state: asked.state }) };
   }
 
   /** The request's client, state and response type; an error page for anything wrong. */
@@ -240,9 +331,16 @@ export class LoginService {
   private async form(request: VerifiedRequest, csrfToken: string, status: number, error?: string, username?: string): Promise<AuthorizeOutcome & { kind: 'page' }> {
     const device = request.claims.redirect_url ? new URL(request.claims.redirect_url) : undefined;
     const { local, providers } = request.methods;
-    const html = loginPage({ clientName: request.client.name, clientId: request.client.id, state: request.state, csrfToken, error, username, deviceHost: device?.host, local, providers });
-    const formTargets = [...(device ? [device.origin] : []), ...(providers.length > 0 ? await this.methods.formTargets() : [])];
-    return { kind: 'page', status, html, formTargets };
+    // A device's host is named so its user can tell it is theirs; a standard request's redirect_uri is the client's own, registered exactly.
+    const deviceHost = request.claims.request ? undefined : device?.host;
+    const html = loginPage({ clientName: request.client.name, clientId: request.client.id, state: request.state, csrfToken, error, username, deviceHost, local, providers });
+    return { kind: 'page', status, html, formTargets: await this.formTargets(request) };
+  }
+
+  /** Where the page's forms may lead after a redirect (Chrome applies form-action to it): the device, and the client's providers. */
+  private async formTargets({ claims, methods }: VerifiedRequest): Promise<string[]> {
+    const device = claims.redirect_url ? [new URL(claims.redirect_url).origin] : [];
+    return [...device, ...(methods.providers.length > 0 ? await this.methods.formTargets() : [])];
   }
 }
 

@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { ClientsModule } from '../clients/clients.module.js';
 import { IdentityProvidersModule } from '../identity-providers/identity-providers.module.js';
 import { KeysModule } from '../keys/keys.module.js';
+import { SessionsModule } from '../sessions/sessions.module.js';
 import { TokenModule } from '../token/token.module.js';
 import { UsersModule } from '../users/users.module.js';
 import { ApprovedStates } from './approved-states.js';
@@ -14,7 +15,7 @@ import { StateTokens } from './state-tokens.service.js';
 
 /** The device authorization helper: sign-in links for devices, the login page, and code pick-up. */
 @Module({
-  imports: [ClientsModule, IdentityProvidersModule, KeysModule, TokenModule, UsersModule],
+  imports: [ClientsModule, IdentityProvidersModule, KeysModule, SessionsModule, TokenModule, UsersModule],
   controllers: [HelperController, AuthorizeController],
   providers: [ApprovedStates, HelperService, LoginAttempts, LoginService, StateTokens],
   // The device flow's verification page signs the same users in, under the same slow-down.

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { randomToken } from '../common/crypto/opaque-token.js';
 import { Env } from '../config/env.js';
 import { InvalidJwt, JwtSigner } from '../keys/jwt-signer.service.js';
+import type { Prompt } from './authorization-request.js';
 
 /** Its own JOSE type, so a state can never pass as an access token or the other way round. */
 export const STATE_TYP = 'vc-state+jwt';
@@ -11,8 +12,20 @@ export interface StateClaims {
   client_id: string;
   redirect_url?: string;
   code_challenge?: string;
+  /** A standard authorization request's own parameters: the link /sso/authorize made of it (absent on the helper's). */
+  request?: RequestClaims;
   iat: number;
   exp: number;
+}
+
+/** What a standard authorization request asks beyond the helper's link: echoed to the client, or shaping the sign-in. */
+export interface RequestClaims {
+  scope: string[];
+  state?: string;
+  nonce?: string;
+  prompt?: Prompt[];
+  max_age?: number;
+  login_hint?: string;
 }
 
 const EXPIRED = 'state has expired';
@@ -24,7 +37,11 @@ export class InvalidState extends Error {
   }
 }
 
-/** The helper's `state`: a signed JWT, unique per call, bound to client, redirect URL and PKCE challenge. */
+/**
+ * A sign-in link: the helper's `state`, or what /sso/authorize makes of a standard authorization
+ * request so the login page can carry it. A signed JWT, unique per call, bound to client, redirect
+ * URL and PKCE challenge; one link yields one code.
+ */
 @Injectable()
 export class StateTokens {
   constructor(
@@ -32,7 +49,7 @@ export class StateTokens {
     private readonly env: Env,
   ) {}
 
-  issue(binding: { clientId: string; redirectUrl?: string; codeChallenge?: string }): Promise<string> {
+  issue(binding: { clientId: string; redirectUrl?: string; codeChallenge?: string; request?: RequestClaims }): Promise<string> {
     return this.signer.sign(
       {
         iss: this.env.identityUrl,
@@ -40,6 +57,7 @@ export class StateTokens {
         client_id: binding.clientId,
         ...(binding.redirectUrl ? { redirect_url: binding.redirectUrl } : {}),
         ...(binding.codeChallenge ? { code_challenge: binding.codeChallenge } : {}),
+        ...(binding.request ? { request: binding.request } : {}),
       },
       { typ: STATE_TYP, expiresInSeconds: this.env.STATE_TTL },
     );

@@ -13,8 +13,22 @@ export interface AuthorizationCodeRow {
   consumed_at: Date | null;
   grant_id: string | null;
   upstream_session_id: string | null;
+  request: CodeRequest | null;
   /** The code's user may still be issued tokens from it (enabled, not signed out since the code). */
   user_issuable: boolean;
+}
+
+/**
+ * What a standard authorization request's code carries to the token endpoint: the scope granted
+ * and the nonce (OpenID Connect Core §3.1.2.1), and when the user signed in. Null for the helper's
+ * link, whose scope comes with the token request.
+ */
+export interface CodeRequest {
+  scope: string | null;
+  nonce?: string;
+  /** When the user signed in (seconds since the epoch), and the browser session's public id. */
+  auth_time: number;
+  sid: string;
 }
 
 export interface NewAuthorizationCode {
@@ -25,6 +39,7 @@ export interface NewAuthorizationCode {
   redirectUrl: string | null;
   codeChallenge: string | null;
   upstreamSessionId: string | null;
+  request: CodeRequest | null;
   lifetimeSeconds: number;
 }
 
@@ -40,6 +55,8 @@ export interface Approval {
   userStamp: Date | null;
   /** A brokered sign-in's link to its provider (upstream_sessions), passed on to the grant for the re-check at refresh. */
   upstreamSessionId: string | null;
+  /** A standard authorization request's own asks, for its code (null: the helper's link). */
+  request: CodeRequest | null;
 }
 
 /** A sign-in link cancelled at the identity provider: spent, and its polling device is answered access_denied. */
@@ -53,21 +70,25 @@ export interface Denial {
 /** NOTIFY channel announcing a state whose code now waits for its polling device (a NotifiedIdSet). */
 export const STATE_APPROVED_CHANNEL = 'vc_state_approved';
 
-const REDEEM = new PreparedStatement<{ user_id: string }>(
+const REDEEM = new PreparedStatement<{ user_id: string; request: CodeRequest | null }>(
   'redeem-authorization-code',
   `WITH ${issuableUserCte('(SELECT user_id FROM authorization_codes WHERE code_hash = $1)')},
    redeemed AS (
      UPDATE authorization_codes c SET consumed_at = now(), grant_id = $5
      FROM issuable_user u
      WHERE c.code_hash = $1 AND c.client_id = $2 AND c.consumed_at IS NULL AND c.expires_at > now()
-       AND c.code_challenge IS NOT DISTINCT FROM $3 AND ($4::text IS NULL OR c.redirect_url = $4)
+       AND c.code_challenge IS NOT DISTINCT FROM $3
+       -- A standard request's code demands its redirect_uri again (RFC 6749 §4.1.3); the helper's may omit it.
+       AND (CASE WHEN c.request IS NULL THEN $4::text IS NULL OR c.redirect_url = $4 ELSE c.redirect_url = $4 END)
        AND u.id = c.user_id AND ${issuedAfterStampSql('c.issued_at')}
-     RETURNING c.user_id, c.upstream_session_id),
+     RETURNING c.user_id, c.upstream_session_id, c.request),
    granted AS (
-     INSERT INTO grants (id, client_id, user_id, scope, upstream_session_id) SELECT $5, $2, user_id, $6, upstream_session_id FROM redeemed RETURNING id),
+     INSERT INTO grants (id, client_id, user_id, scope, flow, upstream_session_id)
+     SELECT $5, $2, user_id, CASE WHEN request IS NULL THEN $6 ELSE request->>'scope' END, CASE WHEN request IS NULL THEN 'helper' ELSE 'code' END, upstream_session_id
+     FROM redeemed RETURNING id),
    first_refresh AS (
      INSERT INTO refresh_tokens (token_hash, grant_id, client_id, expires_at) SELECT $7, id, $2, now() + make_interval(secs => $8) FROM granted)
-   SELECT user_id FROM redeemed`,
+   SELECT user_id, request FROM redeemed`,
 );
 
 /** Approved sign-ins (`authorizations`) and the codes issued for them (`authorization_codes`). */
@@ -148,9 +169,9 @@ export class AuthorizationCodesRepository {
 
   async insert(manager: EntityManager, code: NewAuthorizationCode): Promise<void> {
     await manager.query(
-      `INSERT INTO authorization_codes (code_hash, state_id, client_id, user_id, redirect_url, code_challenge, upstream_session_id, expires_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, now() + make_interval(secs => $8))`,
-      [code.codeHash, code.stateId, code.clientId, code.userId, code.redirectUrl, code.codeChallenge, code.upstreamSessionId, code.lifetimeSeconds],
+      `INSERT INTO authorization_codes (code_hash, state_id, client_id, user_id, redirect_url, code_challenge, upstream_session_id, request, expires_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now() + make_interval(secs => $9))`,
+      [code.codeHash, code.stateId, code.clientId, code.userId, code.redirectUrl, code.codeChallenge, code.upstreamSessionId, code.request, code.lifetimeSeconds],
     );
   }
 
@@ -174,7 +195,7 @@ export class AuthorizationCodesRepository {
       refreshTokenHash: Buffer;
       refreshTokenLifetimeSeconds: number;
     },
-  ): Promise<{ user_id: string } | undefined> {
+  ): Promise<{ user_id: string; request: CodeRequest | null } | undefined> {
     const [row] = await REDEEM.run(dataSource, [
       redemption.codeHash,
       redemption.clientId,
@@ -195,7 +216,7 @@ export class AuthorizationCodesRepository {
   async lock(manager: EntityManager, codeHash: Buffer): Promise<AuthorizationCodeRow | undefined> {
     const [row] = await manager.query(
       `WITH ${issuableUserCte('(SELECT user_id FROM authorization_codes WHERE code_hash = $1)')}
-       SELECT c.client_id, c.user_id, c.redirect_url, c.code_challenge, c.expires_at <= now() AS expired, c.consumed_at, c.grant_id, c.upstream_session_id,
+       SELECT c.client_id, c.user_id, c.redirect_url, c.code_challenge, c.expires_at <= now() AS expired, c.consumed_at, c.grant_id, c.upstream_session_id, c.request,
          (u.id IS NOT NULL AND ${issuedAfterStampSql('c.issued_at')}) AS user_issuable
        FROM authorization_codes c LEFT JOIN issuable_user u ON u.id = c.user_id
        WHERE c.code_hash = $1 FOR UPDATE OF c`,

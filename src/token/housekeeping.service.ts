@@ -31,8 +31,11 @@ const PURGES = [
   `DELETE FROM upstream_sign_ins WHERE ctid IN (SELECT ctid FROM upstream_sign_ins WHERE expires_at < now() LIMIT ${BATCH})`,
   `DELETE FROM relay_hand_overs WHERE ctid IN (SELECT ctid FROM relay_hand_overs WHERE expires_at < now() LIMIT ${BATCH})`,
   `DELETE FROM relayed_tokens WHERE ctid IN (SELECT ctid FROM relayed_tokens WHERE expires_at < now() LIMIT ${BATCH})`,
+  // Browser sessions past SESSION_TTL (an ended one is kept until then), before the upstream sessions they refer to.
+  `DELETE FROM browser_sessions WHERE ctid IN (SELECT ctid FROM browser_sessions WHERE expires_at < now() LIMIT ${BATCH})`,
   `DELETE FROM upstream_sessions s WHERE s.id IN (SELECT id FROM upstream_sessions u WHERE u.created_at < now() - interval '1 day'
      AND NOT EXISTS (SELECT 1 FROM grants WHERE upstream_session_id = u.id) AND NOT EXISTS (SELECT 1 FROM authorizations WHERE upstream_session_id = u.id)
+     AND NOT EXISTS (SELECT 1 FROM browser_sessions WHERE upstream_session_id = u.id)
      AND NOT EXISTS (SELECT 1 FROM authorization_codes WHERE upstream_session_id = u.id) AND NOT EXISTS (SELECT 1 FROM device_codes WHERE upstream_session_id = u.id)
      LIMIT ${BATCH})`,
 ];

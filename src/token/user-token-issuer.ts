@@ -20,8 +20,8 @@ export interface UserTokenResponse {
   refresh_token?: string;
 }
 
-/** Which sign-in began a grant: the helper flow, or the standard device flow (RFC 8628). */
-export type GrantFlow = 'helper' | 'device';
+/** Which sign-in began a grant: the helper flow, the standard device flow (RFC 8628), or a standard authorization request (RFC 6749 §4.1). */
+export type GrantFlow = 'helper' | 'device' | 'code';
 
 export interface UserGrant {
   grantId: string;

@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { Browser, BrowserContext } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createClient, createUser } from '../factories/oauth.factory.js';
 import type { HelperConfigResponse as HelperConfig } from '../factories/state.factory.js';
 import { freePort } from '../setup/free-port.js';
@@ -43,7 +43,9 @@ describe('the login page in a real browser (JavaScript off)', () => {
     await app?.close();
   });
 
-  beforeAll(async () => {
+  // A browser of its own per test: a sign-in leaves a session, and the next link would ask "Continue as USER".
+  beforeEach(async () => {
+    await context?.close();
     context = await browser.newContext({ javaScriptEnabled: false, viewport: { width: 390, height: 844 } });
   });
 

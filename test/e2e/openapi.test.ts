@@ -40,7 +40,7 @@ const FORM_FIELDS: Record<string, string[]> = {
   'post /sso/introspect': ['token', ...CLIENT_FIELDS],
   'post /sso/revoke': ['token', ...CLIENT_FIELDS],
   'post /sso/device_authorization': ['scope', ...CLIENT_FIELDS],
-  'post /sso/authorize': ['response_type', 'client_id', 'state', 'csrf_token', 'username', 'password', 'idp', 'confirmation', 'decision'],
+  'post /sso/authorize': ['response_type', 'client_id', 'state', 'csrf_token', 'username', 'password', 'idp', 'confirmation', 'decision', 'session'],
   'post /sso/device': ['csrf_token', 'user_code', 'username', 'password', 'idp', 'decision', 'approval'],
 };
 const CLIENT_AUTHENTICATED = ['/sso/token', '/public/api/oauth2/token', '/sso/introspect', '/sso/revoke', '/sso/device_authorization'];

@@ -49,8 +49,11 @@ describe('a sign-in through a provider is the user’s own act', () => {
     await signInAtUpstream(page, credentials);
     await confirmSignIn(page);
     expect(await heading(page)).toBe("You're signed in");
-    // The provider has a session for this browser now: a second device link still asks.
+    // The provider has a session for this browser now, and so has the service: a second device
+    // link asks "Continue as alice", and another account means the provider's page again.
     await page.goto((await issueState(app, client.id)).authorize_url);
+    expect(await page.locator('main').textContent()).toContain('You are signed in as alice.');
+    await page.getByRole('button', { name: 'Use another account' }).click();
     expect(new URL(page.url()).origin).toBe(upstream.issuer);
     await expect.poll(() => page.locator('input[name="password"]').isVisible(), { timeout: 5000 }).toBe(true);
   });

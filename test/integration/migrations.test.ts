@@ -6,6 +6,7 @@ import { createTestDatabase, query } from '../setup/database.js';
 const SCHEMA_TABLES = [
   'authorization_codes',
   'authorizations',
+  'browser_sessions',
   'clients',
   'delivery_cursors',
   'device_codes',

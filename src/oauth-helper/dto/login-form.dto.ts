@@ -23,6 +23,9 @@ export class LoginFormDto {
   @ApiPropertyOptional({ description: "an identity provider's button: its name (the answer is a redirect to that provider)" })
   idp?: string;
 
+  @ApiPropertyOptional({ enum: ['continue', 'another'], description: 'the "Continue as USER" page of a browser signed in here: go on as that user, or sign in as someone else' })
+  session?: 'continue' | 'another';
+
   @ApiPropertyOptional({ description: 'the "Continue to CLIENT?" page after a sign-in at an identity provider: its one-time value' })
   confirmation?: string;
 

@@ -9,14 +9,14 @@ import type { Requester } from '../../common/http/requester.js';
 import { SecurityEvents } from '../../common/logging/security-events.js';
 import { type RelayedTokenResponse, RelayService } from '../../identity-providers/relay.service.js';
 import { AccessTokens } from '../access-tokens.service.js';
-import { AuthorizationCodesRepository } from '../authorization-codes.repository.js';
+import { AuthorizationCodesRepository, type CodeRequest } from '../authorization-codes.repository.js';
 import { GrantsRepository } from '../grants.repository.js';
 import { invalidGrant } from '../oauth-error.js';
 import { type OAuthParams, requireParam } from '../oauth-params.js';
 import { isVerifier, s256Challenge, verifierMatches } from '../pkce.js';
 import { assertScopeAllowed, formatScope, parseScope } from '../scope.js';
 import { inTokenTransaction } from '../token-transaction.js';
-import { UserTokenIssuer, type UserTokenResponse } from '../user-token-issuer.js';
+import { type GrantFlow, UserTokenIssuer, type UserTokenResponse } from '../user-token-issuer.js';
 import type { GrantHandler } from './grant-handler.js';
 
 /** RFC 6749 §4.1.3, with RFC 7636 PKCE and RFC 9700 §4.2.4 replay handling. */
@@ -57,7 +57,7 @@ export class AuthorizationCodeGrant implements GrantHandler<UserTokenResponse | 
         refreshTokenHash: refreshToken.hash,
         refreshTokenLifetimeSeconds: refreshToken.lifetimeSeconds,
       }));
-      if (redeemed) return this.tokens.respond({ grantId, clientId: client.id, userId: redeemed.user_id, scope: grantScope, flow: 'helper' }, refreshToken, signing);
+      if (redeemed) return this.tokens.respond({ grantId, clientId: client.id, userId: redeemed.user_id, ...granted(redeemed.request, grantScope) }, refreshToken, signing);
       // Not one of the service's own: perhaps a relayed sign-in's, which hands over the provider's tokens.
       const relayed = await deadline.commit(() =>
         this.relay.redeem({ codeHash, clientId: client.id, challenge: verifier === undefined ? null : s256Challenge(verifier), redirectUri: redirectUri ?? null }),
@@ -101,15 +101,24 @@ export class AuthorizationCodeGrant implements GrantHandler<UserTokenResponse | 
         await this.codes.markConsumed(manager, codeHash, null);
         return invalidGrant(problem);
       }
-      const grantId = await this.grants.create(manager, { clientId: client.id, userId: code.user_id, scope: grantScope, flow: 'helper', upstreamSessionId: code.upstream_session_id });
+      const grant = granted(code.request, grantScope);
+      const grantId = await this.grants.create(manager, { clientId: client.id, userId: code.user_id, ...grant, upstreamSessionId: code.upstream_session_id });
       await this.codes.markConsumed(manager, codeHash, grantId);
-      return this.tokens.issue(manager, { grantId, clientId: client.id, userId: code.user_id, scope: grantScope, flow: 'helper' });
+      return this.tokens.issue(manager, { grantId, clientId: client.id, userId: code.user_id, ...grant });
     });
   }
 }
 
+/**
+ * What a code grants: a standard request's scope (asked at /sso/authorize), or for the helper's
+ * link the scope of the token request.
+ */
+const granted = (request: CodeRequest | null, tokenRequestScope: string | null): { scope: string | null; flow: GrantFlow } =>
+  request ? { scope: request.scope, flow: 'code' } : { scope: tokenRequestScope, flow: 'helper' };
+
 /** PKCE (a challenge demands a matching verifier; no challenge refuses one) and the redirect URL. */
-function checkBinding(code: { code_challenge: string | null; redirect_url: string | null }, verifier?: string, redirectUri?: string): string | null {
+function checkBinding(code: { code_challenge: string | null; redirect_url: string | null; request: CodeRequest | null }, verifier?: string, redirectUri?: string): string | null {
+  if (code.request && redirectUri === undefined) return 'redirect_uri is required: the authorization request had one';
   if (code.code_challenge && !verifier) return 'code_verifier is required for this code';
   if (code.code_challenge && !verifierMatches(verifier!, code.code_challenge)) return 'code_verifier does not match the code challenge';
   if (!code.code_challenge && verifier) return 'code_verifier was sent but the authorization request had no code_challenge';

@@ -1,0 +1,144 @@
+import type { ClientEntity } from '../clients/client.entity.js';
+import { isRedirectAllowed } from '../clients/redirect-pattern.js';
+import { OAuthError } from '../token/oauth-error.js';
+import { type OAuthParams, readOAuthParams } from '../token/oauth-params.js';
+import { parseScope } from '../token/scope.js';
+
+/** RFC 6749 §4.1.2.1 and OpenID Connect Core §3.1.2.6: what an authorization request can be refused with at its redirect_uri. */
+export type AuthorizationErrorCode =
+  | 'invalid_request'
+  | 'unauthorized_client'
+  | 'unsupported_response_type'
+  | 'invalid_scope'
+  | 'login_required'
+  | 'request_not_supported'
+  | 'request_uri_not_supported'
+  | 'access_denied';
+
+/** The scopes of OpenID Connect Core §5.4 and §11: every client that signs users in may ask for them. */
+export const OPENID_SCOPES = ['openid', 'profile', 'email', 'offline_access'] as const;
+
+export type Prompt = 'none' | 'login' | 'consent' | 'select_account';
+const PROMPTS: readonly string[] = ['none', 'login', 'consent', 'select_account'];
+
+/** RFC 7636 §4.2: 43 to 128 characters of the unreserved set. */
+const CODE_CHALLENGE = /^[A-Za-z0-9._~-]{43,128}$/;
+/** What the service carries back to the client as it was sent (its `state`, `nonce`), bounded: they end in a URL and an ID token. */
+const ECHOED_MAX = 2048;
+
+/**
+ * A standard authorization request (RFC 6749 §4.1.1, OpenID Connect Core §3.1.2.1), checked: its
+ * client, redirect_uri, PKCE challenge, and what it asks of the sign-in.
+ */
+export interface AuthorizationRequest {
+  client: ClientEntity;
+  redirectUri: string;
+  /** The requested scopes the service understands (others are ignored, OpenID Connect Core §3.1.2.1). */
+  scope: string[];
+  state?: string;
+  nonce?: string;
+  codeChallenge: string;
+  prompt: Prompt[];
+  maxAge?: number;
+  loginHint?: string;
+}
+
+/** How reading a request ended: the request, an error only the user may see (a page), or an error for the client (a redirect). */
+export type ReadAuthorizationRequest =
+  | { kind: 'request'; request: AuthorizationRequest }
+  | { kind: 'page'; message: string }
+  | { kind: 'redirect'; location: string };
+
+/** Whether the query is a standard authorization request rather than the helper's sign-in link (which has no redirect_uri). */
+export const isStandardRequest = (query: unknown) => typeof query === 'object' && query !== null && 'redirect_uri' in query;
+
+/** The authorization response's location: `params` (and the issuer, RFC 9207) added to the client's redirect_uri. */
+export function authorizationResponse(redirectUri: string, issuer: string, params: Record<string, string | undefined>): string {
+  const location = new URL(redirectUri);
+  for (const [name, value] of Object.entries(params)) if (value !== undefined) location.searchParams.append(name, value);
+  location.searchParams.append('iss', issuer);
+  return location.href;
+}
+
+/**
+ * Reads a standard request in the order RFC 6749 §4.1.2.1 sets: while the client or its
+ * redirect_uri is in doubt, only the user is told (a page, never a redirect); after that, the
+ * client is, at its redirect_uri, with its `state` and the issuer.
+ */
+export async function readAuthorizationRequest(
+  query: unknown,
+  findClient: (id: string) => Promise<ClientEntity | null>,
+  issuer: string,
+): Promise<ReadAuthorizationRequest> {
+  let params: OAuthParams;
+  try {
+    params = readOAuthParams(query);
+  } catch (error) {
+    if (error instanceof OAuthError) return { kind: 'page', message: 'The request is malformed: a parameter is repeated or holds a character it cannot.' };
+    throw error;
+  }
+  const clientId = params.get('client_id');
+  const client = clientId === undefined || clientId.length > 256 ? null : await findClient(clientId);
+  if (!client) return { kind: 'page', message: 'The request is for an application that is not registered here.' };
+  if (!client.enabled) return { kind: 'page', message: `${client.name} has been disabled by an administrator, so it cannot sign in.` };
+  const redirectUri = params.get('redirect_uri');
+  const redirectUrl = redirectUri === undefined || redirectUri.length > 2048 ? null : URL.parse(redirectUri);
+  // Exactly as registered (RFC 9700 §4.1.3): no normalising, and no fragment (RFC 6749 §3.1.2).
+  if (!redirectUrl || redirectUrl.href !== redirectUri || redirectUrl.hash !== '' || !isRedirectAllowed(redirectUrl, client.redirectPatterns)) {
+    return { kind: 'page', message: `The request's redirect_uri is not one registered for ${client.name}.` };
+  }
+
+  const state = params.get('state');
+  const refuse = (error: AuthorizationErrorCode, description: string): ReadAuthorizationRequest => ({
+    kind: 'redirect',
+    location: authorizationResponse(redirectUri!, issuer, { error, error_description: description, state: state !== undefined && state.length <= ECHOED_MAX ? state : undefined }),
+  });
+  if (state !== undefined && state.length > ECHOED_MAX) return refuse('invalid_request', `state is longer than ${ECHOED_MAX} characters`);
+  const responseType = params.get('response_type');
+  if (responseType === undefined) return refuse('invalid_request', 'response_type is missing');
+  if (responseType !== 'code') return refuse('unsupported_response_type', 'only response_type=code is supported');
+  if (!client.grants.includes('authorization_code')) return refuse('unauthorized_client', 'this client may not use the authorization code grant');
+  if (params.has('request')) return refuse('request_not_supported', 'request objects are not supported: send the parameters in the query');
+  if (params.has('request_uri')) return refuse('request_uri_not_supported', 'request_uri is not supported: send the parameters in the query');
+  const responseMode = params.get('response_mode');
+  if (responseMode !== undefined && responseMode !== 'query') return refuse('invalid_request', 'only response_mode=query is supported');
+
+  const codeChallenge = params.get('code_challenge');
+  if (codeChallenge === undefined) return refuse('invalid_request', 'code_challenge is required (PKCE with S256)');
+  if (params.get('code_challenge_method') !== 'S256') return refuse('invalid_request', 'code_challenge_method must be S256');
+  if (!CODE_CHALLENGE.test(codeChallenge)) return refuse('invalid_request', 'code_challenge is not 43 to 128 characters of the PKCE alphabet');
+
+  let requested: string[];
+  try {
+    requested = parseScope(params.get('scope')) ?? [];
+  } catch {
+    return refuse('invalid_scope', 'scope is not a space-delimited list of scope tokens');
+  }
+  const understood = [...OPENID_SCOPES, ...client.scopes];
+  const scope = requested.filter((token) => understood.includes(token));
+
+  const nonce = params.get('nonce');
+  if (nonce !== undefined && nonce.length > ECHOED_MAX) return refuse('invalid_request', `nonce is longer than ${ECHOED_MAX} characters`);
+  const prompt = (params.get('prompt') ?? '').split(' ').filter(Boolean);
+  const unknownPrompt = prompt.find((value) => !PROMPTS.includes(value));
+  if (unknownPrompt !== undefined) return refuse('invalid_request', `prompt ${unknownPrompt.slice(0, 32)} is not supported`);
+  if (prompt.includes('none') && prompt.length > 1) return refuse('invalid_request', 'prompt=none cannot be combined with another prompt');
+  const maxAgeText = params.get('max_age');
+  if (maxAgeText !== undefined && !/^\d{1,9}$/.test(maxAgeText)) return refuse('invalid_request', 'max_age is not a number of seconds');
+  const loginHint = params.get('login_hint');
+
+  return {
+    kind: 'request',
+    request: {
+      client,
+      redirectUri: redirectUri!,
+      scope,
+      state,
+      nonce,
+      codeChallenge,
+      prompt: prompt as Prompt[],
+      maxAge: maxAgeText === undefined ? undefined : Number(maxAgeText),
+      loginHint: loginHint !== undefined && loginHint.length <= 256 ? loginHint : undefined,
+    },
+  };
+}

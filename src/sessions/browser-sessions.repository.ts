@@ -1,0 +1,86 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { DataSource } from 'typeorm';
+import { randomToken, sha256 } from '../common/crypto/opaque-token.js';
+import { Env } from '../config/env.js';
+import type { UserEntity } from '../users/user.entity.js';
+
+/** A live browser session, with what the pages and the approval need of its user. */
+export interface BrowserSession {
+  id: string;
+  /** Public: the `sid` of the ID tokens issued within it. */
+  sid: string;
+  authTime: Date;
+  upstreamSessionId: string | null;
+  user: Pick<UserEntity, 'id' | 'username' | 'profile' | 'tokensValidAfter'>;
+}
+
+/**
+ * browser_sessions: a browser's sign-in at the service. A session is live while it is neither
+ * ended (logout) nor expired (SESSION_TTL), and its user is enabled and was not signed out since
+ * it began (the revocation model's stamp, src/token/revocations.ts): every sign-out that moves
+ * the stamp ends the user's sessions with no write of its own.
+ */
+@Injectable()
+export class BrowserSessionsRepository {
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly env: Env,
+  ) {}
+
+  /** A session for a user who just signed in; the cookie's value (only its hash is kept). */
+  async start(userId: string, upstreamSessionId: string | null): Promise<{ secret: string; session: BrowserSession }> {
+    const secret = randomToken(32);
+    const [row]: SessionRow[] = await this.dataSource.query(
+      `WITH started AS (
+         INSERT INTO browser_sessions (secret_hash, sid, user_id, upstream_session_id, auth_time, expires_at)
+         VALUES ($1, $2, $3, $4, now(), now() + make_interval(secs => $5))
+         RETURNING id, sid, user_id, upstream_session_id, auth_time)
+       SELECT s.id, s.sid, s.upstream_session_id, s.auth_time, u.id AS user_id, u.username, u.profile, u.tokens_valid_after
+       FROM started s JOIN portal_users u ON u.id = s.user_id`,
+      [sha256(secret), randomToken(16), userId, upstreamSessionId, this.env.SESSION_TTL],
+    );
+    return { secret, session: toSession(row) };
+  }
+
+  /** The live session a cookie names, if any. */
+  async find(secret: string | undefined): Promise<BrowserSession | undefined> {
+    if (secret === undefined) return undefined;
+    const [row]: SessionRow[] = await this.dataSource.query(
+      `SELECT s.id, s.sid, s.upstream_session_id, s.auth_time, u.id AS user_id, u.username, u.profile, u.tokens_valid_after
+       FROM browser_sessions s JOIN portal_users u ON u.id = s.user_id
+       WHERE s.secret_hash = $1 AND s.ended_at IS NULL AND s.expires_at > now()
+         AND u.disabled_at IS NULL AND (u.tokens_valid_after IS NULL OR s.auth_time > u.tokens_valid_after)`,
+      [sha256(secret)],
+    );
+    return row && toSession(row);
+  }
+
+  /** Ends the session a cookie names (logout); the ended session, if it was live. */
+  async end(secret: string): Promise<{ sid: string; userId: string; upstreamSessionId: string | null } | undefined> {
+    const [[row]]: [{ sid: string; user_id: string; upstream_session_id: string | null }[], number] = await this.dataSource.query(
+      'UPDATE browser_sessions SET ended_at = now() WHERE secret_hash = $1 AND ended_at IS NULL AND expires_at > now() RETURNING sid, user_id, upstream_session_id',
+      [sha256(secret)],
+    );
+    return row && { sid: row.sid, userId: row.user_id, upstreamSessionId: row.upstream_session_id };
+  }
+}
+
+interface SessionRow {
+  id: string;
+  sid: string;
+  upstream_session_id: string | null;
+  auth_time: Date;
+  user_id: string;
+  username: string;
+  profile: UserEntity['profile'];
+  tokens_valid_after: Date | null;
+}
+
+const toSession = (row: SessionRow): BrowserSession => ({
+  id: row.id,
+  sid: row.sid,
+  authTime: row.auth_time,
+  upstreamSessionId: row.upstream_session_id,
+  user: { id: row.user_id, username: row.username, profile: row.profile, tokensValidAfter: row.tokens_valid_after },
+});

@@ -1,0 +1,162 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SignOutsRepository } from '../../src/token/sign-outs.repository.js';
+import { UsersService } from '../../src/users/users.service.js';
+import { createClient, createUser, type TestClient } from '../factories/oauth.factory.js';
+import { issueState } from '../factories/state.factory.js';
+import { LOOPBACK_PATTERN, pkcePair, userId } from '../factories/token-flow.factory.js';
+import { startTestApp, type TestApp } from '../setup/test-app.js';
+
+// Single sign-on: a sign-in at the service leaves a session in the browser (cookie vc_session);
+// within it a standard request is answered without a page, unless it asks for one (prompt=login,
+// an exceeded max_age, prompt=consent), and the helper's link asks "Continue as USER". Every
+// sign-out of the user ends it.
+
+const REDIRECT = 'http://127.0.0.1:8765/callback';
+
+/** A browser without JavaScript: its cookies, kept across requests. */
+class Browser {
+  private readonly cookies = new Map<string, string>();
+
+  async get(url: string): Promise<Response> {
+    return this.keep(await fetch(url, { redirect: 'manual', headers: { cookie: this.cookieHeader() } }));
+  }
+
+  async post(url: string, fields: Record<string, string>): Promise<Response> {
+    return this.keep(await fetch(url, { method: 'POST', redirect: 'manual', headers: { cookie: this.cookieHeader(), 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(fields) }));
+  }
+
+  /** The page's form fields (hidden inputs) with `extra`, posted to /sso/authorize. */
+  async submit(page: Response, baseUrl: string, extra: Record<string, string>): Promise<Response> {
+    const html = await page.text();
+    const fields = Object.fromEntries([...html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)].map(([, name, value]) => [name, value.replaceAll('&amp;', '&')]));
+    return this.post(`${baseUrl}/sso/authorize`, { ...fields, ...extra });
+  }
+
+  has(name: string) {
+    return this.cookies.has(name);
+  }
+
+  private cookieHeader() {
+    return [...this.cookies].map(([name, value]) => `${name}=${value}`).join('; ');
+  }
+
+  private keep(response: Response): Response {
+    for (const line of response.headers.getSetCookie()) {
+      const [pair] = line.split(';');
+      const [name, value] = [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)];
+      if (value === '' || /max-age=0/i.test(line)) this.cookies.delete(name);
+      else this.cookies.set(name, value);
+    }
+    return response;
+  }
+}
+
+describe('the browser session (single sign-on)', () => {
+  let app: TestApp;
+  let client: TestClient;
+  const { challenge } = pkcePair();
+
+  beforeAll(async () => {
+    app = await startTestApp({});
+    client = await createClient(app, { redirectPatterns: [LOOPBACK_PATTERN] });
+  });
+  afterAll(() => app?.close());
+
+  const standard = (params: Record<string, string> = {}) =>
+    `${app.baseUrl}/sso/authorize?${new URLSearchParams({ response_type: 'code', client_id: client.id, redirect_uri: REDIRECT, scope: 'openid', state: 's1', code_challenge: challenge, code_challenge_method: 'S256', ...params })}`;
+  const redirectParams = (response: Response) => Object.fromEntries(new URL(response.headers.get('location')!).searchParams);
+
+  /** A browser that signed in with a password through a standard request. */
+  async function signedIn(user: { username: string; password: string }): Promise<Browser> {
+    const browser = new Browser();
+    const page = await browser.get(standard());
+    expect(page.status).toBe(200);
+    const login = await browser.submit(page, app.baseUrl, user);
+    expect(login.status).toBe(302);
+    expect(redirectParams(login)).toHaveProperty('code');
+    expect(browser.has('vc_session')).toBe(true);
+    return browser;
+  }
+
+  it('leaves an HttpOnly, SameSite=Lax session cookie after a password sign-in, and answers the next request at once with a code (SSO)', async () => {
+    const browser = new Browser();
+    const page = await browser.get(standard());
+    const login = await browser.submit(page, app.baseUrl, await createUser(app));
+    const cookie = login.headers.getSetCookie().find((line) => line.startsWith('vc_session='))!;
+    expect(cookie).toMatch(/; HttpOnly/i);
+    expect(cookie).toMatch(/; SameSite=Lax/i);
+    expect(cookie).toMatch(/; Path=\//i);
+
+    const again = await browser.get(standard({ state: 's2' }));
+    expect(again.status).toBe(302);
+    expect(redirectParams(again)).toMatchObject({ code: expect.any(String), state: 's2', iss: app.baseUrl });
+  });
+
+  it('answers prompt=none with a code within a session (oidcc-prompt-none-logged-in), and login_required without one', async () => {
+    const browser = await signedIn(await createUser(app));
+    const silent = await browser.get(standard({ prompt: 'none' }));
+    expect(silent.status).toBe(302);
+    expect(redirectParams(silent)).toHaveProperty('code');
+    const stranger = await new Browser().get(standard({ prompt: 'none' }));
+    expect(redirectParams(stranger)).toMatchObject({ error: 'login_required', state: 's1' });
+  });
+
+  it('asks for the password again for prompt=login (oidcc-prompt-login) and past max_age (oidcc-max-age-1), not within it (oidcc-max-age-10000)', async () => {
+    const browser = await signedIn(await createUser(app));
+    const relogin = await browser.get(standard({ prompt: 'login' }));
+    expect(relogin.status).toBe(200);
+    expect(await relogin.text()).toContain('name="password"');
+    expect((await browser.get(standard({ max_age: '10000' }))).status).toBe(302);
+    await sleep(1100);
+    const tooOld = await browser.get(standard({ max_age: '1' }));
+    expect(tooOld.status).toBe(200);
+    expect(await tooOld.text()).toContain('name="password"');
+    // prompt=none cannot ask: login_required.
+    expect(redirectParams(await browser.get(standard({ prompt: 'none', max_age: '0' })))).toMatchObject({ error: 'login_required' });
+  });
+
+  it('shows the helper’s link "Continue as USER" with "Use another account", never answering it silently', async () => {
+    const user = await createUser(app);
+    const browser = await signedIn(user);
+    const helperClient = await createClient(app, { redirectPatterns: [LOOPBACK_PATTERN] });
+    const link = await issueState(app, helperClient.id, { redirect_url: REDIRECT });
+
+    const page = await browser.get(link.authorize_url);
+    expect(page.status).toBe(200);
+    const html = await page.clone().text();
+    expect(html).toContain(`You are signed in as <strong>${user.username}</strong>.`);
+    expect(html).toContain(`Continue as ${user.username}</button>`);
+    expect(html).toContain('Use another account</button>');
+
+    const another = await browser.submit(page.clone(), app.baseUrl, { session: 'another' });
+    expect(another.status).toBe(200);
+    expect(await another.text()).toContain('name="password"');
+
+    const continued = await browser.submit(await browser.get(link.authorize_url), app.baseUrl, { session: 'continue' });
+    expect(continued.status).toBe(302);
+    expect(Object.keys(redirectParams(continued)).sort()).toEqual(['code', 'state']);
+  });
+
+  it('shows "Continue as USER" for prompt=consent within a session', async () => {
+    const browser = await signedIn(await createUser(app));
+    const page = await browser.get(standard({ prompt: 'consent' }));
+    expect(page.status).toBe(200);
+    const continued = await browser.submit(page, app.baseUrl, { session: 'continue' });
+    expect(redirectParams(continued)).toHaveProperty('code');
+  });
+
+  it.each([
+    ['user:set-password', (app: TestApp, user: { username: string }) => app.get(UsersService).setPassword(user.username, 'a new password, long enough')],
+    ['user:disable', (app: TestApp, user: { username: string }) => app.get(UsersService).disable(user.username)],
+    ['grants:revoke --user', async (app: TestApp, user: { username: string; password: string }) => app.get(SignOutsRepository).signOutNow({ userId: await userId(app, user) })],
+  ] as const)('ends with %s: the next request asks for the password, prompt=none is login_required', async (_name, signOut) => {
+    const user = await createUser(app);
+    const browser = await signedIn(user);
+    await signOut(app, user);
+    const page = await browser.get(standard());
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain('name="password"');
+    expect(redirectParams(await browser.get(standard({ prompt: 'none' })))).toMatchObject({ error: 'login_required' });
+  });
+});
