@@ -15,6 +15,7 @@ import { KeysModule } from './keys/keys.module.js';
 import { MetricsModule } from './metrics/metrics.module.js';
 import { NotificationModule } from './notification/notification.module.js';
 import { OAuthHelperModule } from './oauth-helper/oauth-helper.module.js';
+import { OidcModule } from './oidc/oidc.module.js';
 import { TokenModule } from './token/token.module.js';
 import { UsersModule } from './users/users.module.js';
 
@@ -38,6 +39,7 @@ export class AppModule {
         DeviceFlowModule,
         UpstreamCallbackModule,
         NotificationModule,
+        OidcModule,
         HealthModule,
       ],
       providers: [

@@ -24,6 +24,7 @@ import { DeliveryService } from './notification/delivery.service.js';
 import { BATCH_PUBLISH_PATH } from './notification/notification.controller.js';
 import { NotificationWsAdapter } from './notification/notification-ws.adapter.js';
 import { StreamAuthorizer } from './notification/stream-authorizer.js';
+import { issuerPathDiscovery } from './oidc/issuer-path-discovery.js';
 import { CLIENT_SECRET_BASIC } from './token/oauth-form-route.decorator.js';
 
 const BODY_LIMIT = 64 * 1024;
@@ -47,6 +48,7 @@ export async function createApp(env: Env, databaseUrl: string, logger: Logger): 
     frameworkErrors: answerFrameworkError,
     serverFactory: httpServerFactory({ headersMs: env.HTTP_HEADERS_TIMEOUT_MS, requestMs: env.HTTP_RECEIVE_TIMEOUT_MS }, tls),
     routerOptions: ROUTER_OPTIONS,
+    rewriteUrl: issuerPathDiscovery(env),
     ...(tls ? { https: tls } : {}),
   });
   adapter.getInstance().addHook('onRequest', (request, reply, done) => {
@@ -78,7 +80,7 @@ export async function createApp(env: Env, databaseUrl: string, logger: Logger): 
     .setTitle('voyage-connect')
     .setDescription(OPENAPI_DESCRIPTION)
     .setVersion(VERSION)
-    .addBearerAuth({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'an access token from POST /public/api/oauth2/token (client credentials)' })
+    .addBearerAuth({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'an access token: from POST /public/api/oauth2/token (client credentials) for the notification routes; a user\'s from POST /sso/token, with scope openid, for /sso/userinfo' })
     .addBasicAuth(
       {
         type: 'http',
@@ -96,7 +98,7 @@ export async function createApp(env: Env, databaseUrl: string, logger: Logger): 
 /** The service in brief, its error formats, and the WebSocket stream, which OpenAPI cannot describe as a route. */
 const OPENAPI_DESCRIPTION = `Device sign-in (the OAuth 2.0 helper, the standard device flow of RFC 8628, and the SSO token service) and report notifications.
 
-**Errors.** The OAuth routes (\`/sso/token\`, \`/sso/device_authorization\`, \`/sso/introspect\`, \`/sso/revoke\`, \`/public/api/oauth2/token\`, \`/external/oauth2helper/…\`) answer RFC 6749 §5.2 bodies \`{error, error_description}\` with \`Cache-Control: no-store\`; the pages (\`/sso/authorize\`, \`/sso/device\`) answer HTML; every other route answers \`{message, correlationId}\` (plus \`errors\` for field validation). Any route may answer 500 in its format (\`server_error\` on the OAuth routes) without details; 503 carries \`Retry-After\`. Requests that never reach a route get \`{message, correlationId}\`: 400 (not HTTP, or a URL that cannot be decoded), 404 (no such route; a browser's page request gets an HTML "Page not found" page), 405 with \`Allow\` (a method the path has no route for; \`invalid_request\` on the OAuth routes), 408 (too slow), 431 (headers over 16 KiB).
+**Errors.** The OAuth routes (\`/sso/token\`, \`/sso/device_authorization\`, \`/sso/introspect\`, \`/sso/revoke\`, \`/sso/userinfo\`, \`/public/api/oauth2/token\`, \`/external/oauth2helper/…\`) answer RFC 6749 §5.2 bodies \`{error, error_description}\` with \`Cache-Control: no-store\`; the pages (\`/sso/authorize\`, \`/sso/device\`) answer HTML; every other route answers \`{message, correlationId}\` (plus \`errors\` for field validation). Any route may answer 500 in its format (\`server_error\` on the OAuth routes) without details; 503 carries \`Retry-After\`. Requests that never reach a route get \`{message, correlationId}\`: 400 (not HTTP, or a URL that cannot be decoded), 404 (no such route; a browser's page request gets an HTML "Page not found" page), 405 with \`Allow\` (a method the path has no route for; \`invalid_request\` on the OAuth routes), 408 (too slow), 431 (headers over 16 KiB).
 
 **Notification stream** (WebSocket, not an HTTP route): \`GET /voyage/notification/v1/ws/products\` with \`Upgrade: websocket\` and \`Authorization: Bearer <token with scope notification:subscribe>\` (no subprotocol). Refused before the upgrade with 401 (no, malformed, forged, expired or revoked token, disabled client), 403 (no subscribe scope, or a browser \`Origin\` not in WS_ALLOWED_ORIGINS), both with \`WWW-Authenticate\`, or 503 with \`Retry-After\` (the database is away). Then one JSON notification per text message (the published fields without \`recipient\`), oldest first, including those published while the client was away. After each burst the server sends a ping carrying the last message's sequence number; the client's pong (every WebSocket library sends it) confirms it read them. Close codes: 1001 the instance is shutting down (reconnect), 1008 too many connections or the token, grant, signing key or client was revoked (reconnect later, with a new token), 4003 the token expired (get a new token, reconnect), 1009 a client frame over WS_MAX_INCOMING_BYTES, 1013 the client stopped reading, or its delivery could not be started within REQUEST_TIMEOUT_MS (reconnect: it resumes where it was). The server pings every WS_HEARTBEAT_INTERVAL seconds; a client that missed the previous pong is dropped.
 

@@ -5,18 +5,46 @@ import { Env } from '../config/env.js';
 import { InvalidJwt } from '../keys/jwt-signer.service.js';
 import { type AccessTokenClaims, AccessTokens } from '../token/access-tokens.service.js';
 
-/** Why a bearer token was refused, as RFC 6750 §3 reports it. */
+/** RFC 6750 §3.1 error codes. */
+export type BearerErrorCode = 'invalid_request' | 'invalid_token' | 'insufficient_scope';
+
+const REALM = 'realm="voyage-connect"';
+
+/** Why a bearer token was refused, as RFC 6750 §3 reports it: a status, an error code (none when no token was sent) and the challenge. */
 export class BearerRejection extends Error {
-  constructor(
-    readonly status: 401 | 403,
+  private constructor(
+    readonly status: 400 | 401 | 403,
+    readonly error: BearerErrorCode | null,
     readonly wwwAuthenticate: string,
     message: string,
   ) {
     super(message);
   }
+
+  /** §3.1: a request without credentials gets the challenge alone, no error code. */
+  static missing(): BearerRejection {
+    return new BearerRejection(401, null, `Bearer ${REALM}`, 'a bearer token is required');
+  }
+
+  /** RFC 6750 §3 allows error_description the same characters as RFC 6749 §5.2, inside quotes. */
+  static invalidToken(description: string): BearerRejection {
+    return new BearerRejection(401, 'invalid_token', `Bearer ${REALM}, error="invalid_token", error_description="${errorDescription(description)}"`, description);
+  }
+
+  static insufficientScope(scope: string, description: string): BearerRejection {
+    return new BearerRejection(403, 'insufficient_scope', `Bearer ${REALM}, error="insufficient_scope", scope="${scope}"`, description);
+  }
+
+  static invalidRequest(description: string): BearerRejection {
+    return new BearerRejection(400, 'invalid_request', `Bearer ${REALM}, error="invalid_request", error_description="${errorDescription(description)}"`, description);
+  }
 }
 
-const REALM = 'realm="voyage-connect"';
+/** A token that passed: its claims, and the scopes it still holds (its own, less those its client has lost since). */
+export interface AuthenticatedToken {
+  claims: AccessTokenClaims;
+  scopes: string[];
+}
 
 /**
  * Resource-server side of the access tokens: signature with a published key, `typ` at+jwt,
@@ -51,29 +79,34 @@ export class BearerAuthenticator {
   }
 
   async authenticate(authorization: string | undefined, requiredScope: string): Promise<AccessTokenClaims> {
+    return (await this.authenticateHeader(authorization, requiredScope)).claims;
+  }
+
+  /** The token of an Authorization header, checked as `authenticateToken` does. */
+  async authenticateHeader(authorization: string | undefined, requiredScope: string): Promise<AuthenticatedToken> {
+    if (!authorization) throw BearerRejection.missing();
     // RFC 6750 §2.1: credentials = "Bearer" 1*SP b64token.
-    const match = /^Bearer +([A-Za-z0-9\-._~+/]+=*)$/i.exec(authorization?.trim() ?? '');
-    if (!authorization) throw new BearerRejection(401, `Bearer ${REALM}`, 'a bearer token is required');
-    if (!match) throw invalidToken('the Authorization header is not a bearer token');
+    const match = /^Bearer +([A-Za-z0-9\-._~+/]+=*)$/i.exec(authorization.trim());
+    if (!match) throw BearerRejection.invalidToken('the Authorization header is not a bearer token');
+    return this.authenticateToken(match[1], requiredScope);
+  }
+
+  /** The checks of the class comment, on a token however it came (RFC 6750 §2.2: also a form field). */
+  async authenticateToken(token: string, requiredScope: string): Promise<AuthenticatedToken> {
     let claims: AccessTokenClaims;
     try {
-      claims = await this.accessTokens.verify(match[1]);
+      claims = await this.accessTokens.verify(token);
     } catch (error) {
-      if (error instanceof InvalidJwt) throw invalidToken('the access token is invalid or expired');
+      if (error instanceof InvalidJwt) throw BearerRejection.invalidToken('the access token is invalid or expired');
       throw error;
     }
     // RFC 9068 §4: a token issued for another resource (RFC 8707) is not for this service.
-    if (!this.isForThisService(claims.aud)) throw invalidToken('the access token is for another audience');
+    if (!this.isForThisService(claims.aud)) throw BearerRejection.invalidToken('the access token is for another audience');
     const client = (await this.accessTokens.isRevoked(claims)) ? null : await this.clients.findEnabled(claims.client_id);
-    if (!client) throw invalidToken('the access token was revoked');
+    if (!client) throw BearerRejection.invalidToken('the access token was revoked');
     // A scope taken from the client (client:update) ends at once, in tokens issued before too.
-    if (!(claims.scope ?? '').split(' ').includes(requiredScope) || !client.scopes.includes(requiredScope)) {
-      throw new BearerRejection(403, `Bearer ${REALM}, error="insufficient_scope", scope="${requiredScope}"`, `the token lacks scope ${requiredScope}`);
-    }
-    return claims;
+    const scopes = (claims.scope ?? '').split(' ').filter((scope) => scope !== '' && client.scopes.includes(scope));
+    if (!scopes.includes(requiredScope)) throw BearerRejection.insufficientScope(requiredScope, `the token lacks scope ${requiredScope}`);
+    return { claims, scopes };
   }
 }
-
-// RFC 6750 §3 allows error_description the same characters as RFC 6749 §5.2, inside quotes.
-const invalidToken = (description: string) =>
-  new BearerRejection(401, `Bearer ${REALM}, error="invalid_token", error_description="${errorDescription(description)}"`, description);

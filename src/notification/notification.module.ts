@@ -35,6 +35,6 @@ import { StreamRevocations } from './stream-revocations.js';
     StreamAuthorizer,
     StreamRevocations,
   ],
-  exports: [StreamAuthorizer, DeliveryService],
+  exports: [BearerAuthenticator, StreamAuthorizer, DeliveryService],
 })
 export class NotificationModule {}

@@ -1,7 +1,7 @@
 import { Controller, Get, Header, NotFoundException, Param } from '@nestjs/common';
 import { ApiExcludeEndpoint, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { DEVICE_CODE_GRANT } from '../clients/client.entity.js';
 import { Env } from '../config/env.js';
+import { authorizationServerMetadata, METADATA_CACHE_CONTROL } from './authorization-server-metadata.js';
 import { AuthorizationServerMetadataDto } from './dto/authorization-server-metadata.dto.js';
 
 @ApiTags('sso')
@@ -10,19 +10,19 @@ export class MetadataController {
   constructor(private readonly env: Env) {}
 
   @Get('oauth-authorization-server')
-  @Header('Cache-Control', 'public, max-age=300')
+  @Header('Cache-Control', METADATA_CACHE_CONTROL)
   @ApiOperation({
     summary: 'Authorization server metadata (RFC 8414)',
     description: 'When IDENTITY_URL has a path, the same document is also served at this path followed by that path (RFC 8414 §3.1); any other path below it is a 404.',
   })
-  @ApiOkResponse({ type: AuthorizationServerMetadataDto, headers: { 'Cache-Control': { description: '`public, max-age=300`', schema: { type: 'string' } } } })
+  @ApiOkResponse({ type: AuthorizationServerMetadataDto, headers: { 'Cache-Control': { description: `\`${METADATA_CACHE_CONTROL}\``, schema: { type: 'string' } } } })
   metadata(): AuthorizationServerMetadataDto {
     return this.document();
   }
 
   /** RFC 8414 §3.1: for an issuer with a path, the metadata lives under the well-known path plus that path. */
   @Get('oauth-authorization-server/*')
-  @Header('Cache-Control', 'public, max-age=300')
+  @Header('Cache-Control', METADATA_CACHE_CONTROL)
   @ApiExcludeEndpoint()
   metadataForIssuerPath(@Param('*') issuerPath: string): AuthorizationServerMetadataDto {
     if (`/${issuerPath}` !== new URL(this.env.identityUrl).pathname) throw new NotFoundException();
@@ -30,23 +30,6 @@ export class MetadataController {
   }
 
   private document(): AuthorizationServerMetadataDto {
-    const authMethods = ['client_secret_basic', 'client_secret_post'];
-    return {
-      issuer: this.env.identityUrl,
-      authorization_endpoint: `${this.env.frontendUrl}/sso/authorize`,
-      token_endpoint: `${this.env.frontendUrl}/sso/token`,
-      device_authorization_endpoint: `${this.env.frontendUrl}/sso/device_authorization`,
-      introspection_endpoint: `${this.env.frontendUrl}/sso/introspect`,
-      revocation_endpoint: `${this.env.frontendUrl}/sso/revoke`,
-      jwks_uri: `${this.env.apiUrl}/.well-known/jwks.json`,
-      response_types_supported: ['code'],
-      response_modes_supported: ['query'],
-      grant_types_supported: ['authorization_code', 'refresh_token', DEVICE_CODE_GRANT],
-      token_endpoint_auth_methods_supported: authMethods,
-      introspection_endpoint_auth_methods_supported: authMethods,
-      revocation_endpoint_auth_methods_supported: authMethods,
-      code_challenge_methods_supported: ['S256'],
-      service_documentation: `${this.env.apiUrl}/docs`,
-    };
+    return authorizationServerMetadata(this.env);
   }
 }

@@ -1,8 +1,9 @@
 import { errorDescription } from '../common/errors/error-description.js';
 
 /**
- * RFC 6749 §5.2 error codes, plus RFC 7009's unsupported_token_type, RFC 8707's invalid_target
- * and the device grant's answers to a poll (RFC 8628 §3.5).
+ * RFC 6749 §5.2 error codes, plus RFC 7009's unsupported_token_type, RFC 8707's invalid_target,
+ * the device grant's answers to a poll (RFC 8628 §3.5) and a protected resource's refusals of a
+ * bearer token (RFC 6750 §3.1, at userinfo).
  */
 export const OAUTH_ERROR_CODES = [
   'invalid_request',
@@ -19,12 +20,16 @@ export const OAUTH_ERROR_CODES = [
   'expired_token',
   'server_error',
   'temporarily_unavailable',
+  'invalid_token',
+  'insufficient_scope',
 ] as const;
 
 export type OAuthErrorCode = (typeof OAUTH_ERROR_CODES)[number];
 
 const STATUS_BY_ERROR: Partial<Record<OAuthErrorCode, number>> = {
   invalid_client: 401,
+  invalid_token: 401,
+  insufficient_scope: 403,
   server_error: 500,
   temporarily_unavailable: 503,
 };

@@ -47,6 +47,10 @@ export class UserEntity {
 
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
   createdAt: Date;
+
+  /** When the profile claims (OpenID Connect's `updated_at`) last changed: creation, or a provider's sign-in with a different profile. */
+  @Column('timestamptz', { name: 'profile_updated_at', default: () => 'now()' })
+  profileUpdatedAt: Date;
 }
 
 /** What pages call a user: a brokered user's name at their provider, else the username. */

@@ -121,8 +121,8 @@ export class UsersService {
   /**
    * The portal user a provider's subject is, made at their first sign-in and linked by the
    * provider's issuer and `sub` only (an e-mail can be changed or reused, so it never links); the
-   * profile claims are refreshed at each sign-in. Its username, `NAME:sub`, is a stable handle
-   * for the CLI; pages show the profile's name.
+   * profile claims are refreshed at each sign-in, and their update time moves when they changed.
+   * Its username, `NAME:sub`, is a stable handle for the CLI; pages show the profile's name.
    */
   async linkUpstream(provider: { name: string; issuer: string }, subject: string, profile: UpstreamProfile): Promise<UserEntity> {
     try {
@@ -138,7 +138,8 @@ export class UsersService {
     const [row]: { id: string }[] = await this.users.query(
       `INSERT INTO portal_users (username, provider, upstream_issuer, upstream_subject, profile) VALUES ($1, $2, $3, $4, $5)
        ON CONFLICT (upstream_issuer, upstream_subject) WHERE upstream_issuer IS NOT NULL
-       DO UPDATE SET provider = EXCLUDED.provider, profile = EXCLUDED.profile
+       DO UPDATE SET provider = EXCLUDED.provider, profile = EXCLUDED.profile,
+         profile_updated_at = CASE WHEN portal_users.profile IS DISTINCT FROM EXCLUDED.profile THEN now() ELSE portal_users.profile_updated_at END
        RETURNING id`,
       [username, provider.name, provider.issuer, subject, profile],
     );

@@ -8,7 +8,7 @@ import { DEVICE_GRANT, VerificationPage, startDeviceAuthorization } from '../fac
 import { clientToken, PUBLISH_SCOPE, publish, validNotification } from '../factories/notification.factory.js';
 import { createClient, createUser, type TestClient } from '../factories/oauth.factory.js';
 import { issueState } from '../factories/state.factory.js';
-import { basicAuth, credentials, exchangeCode, LOOPBACK_PATTERN, LOOPBACK_REDIRECT, postForm, refresh } from '../factories/token-flow.factory.js';
+import { basicAuth, credentials, exchangeCode, issueTokens, LOOPBACK_PATTERN, LOOPBACK_REDIRECT, postForm, refresh } from '../factories/token-flow.factory.js';
 import { createSignInClient, newKek, registerProvider, throughForgingProvider } from '../factories/upstream.factory.js';
 import { signIn } from '../setup/browserless-login.js';
 import { startTestApp, type TestApp } from '../setup/test-app.js';
@@ -42,9 +42,10 @@ const FORM_FIELDS: Record<string, string[]> = {
   'post /sso/device_authorization': ['scope', ...CLIENT_FIELDS],
   'post /sso/authorize': ['response_type', 'client_id', 'state', 'csrf_token', 'username', 'password', 'idp', 'confirmation', 'decision', 'session'],
   'post /sso/device': ['csrf_token', 'user_code', 'username', 'password', 'idp', 'decision', 'approval'],
+  'post /sso/userinfo': ['access_token'],
 };
 const CLIENT_AUTHENTICATED = ['/sso/token', '/public/api/oauth2/token', '/sso/introspect', '/sso/revoke', '/sso/device_authorization'];
-const OAUTH_PREFIXES = [...CLIENT_AUTHENTICATED, '/external/oauth2helper/'];
+const OAUTH_PREFIXES = [...CLIENT_AUTHENTICATED, '/sso/userinfo', '/external/oauth2helper/'];
 const PAGES = ['/sso/authorize', '/sso/device'];
 /** Routes left out of the description on purpose: the issuer-path copy of the metadata, described on the metadata route. */
 const UNDOCUMENTED = ['get /.well-known/oauth-authorization-server/*'];
@@ -145,6 +146,9 @@ describe('OpenAPI description', () => {
     }
     for (const path of CLIENT_AUTHENTICATED) expect(document.paths[path].post.security, path).toEqual([{ client_secret_basic: [] }, {}]);
     for (const method of ['get', 'post']) expect(document.paths['/voyage/notification/v1/notifications'][method].security).toEqual([{ bearer: [] }]);
+    // Userinfo: the Bearer header, or (POST) the token as a form field, the empty requirement.
+    expect(document.paths['/sso/userinfo'].get.security).toEqual([{ bearer: [] }]);
+    expect(document.paths['/sso/userinfo'].post.security).toEqual([{ bearer: [] }, {}]);
   });
 
   it('gives every answer a schema, the OAuth routes their RFC 6749 error body, the others the service error body, and Retry-After to each 429 and 503', () => {
@@ -313,8 +317,26 @@ describe('OpenAPI description', () => {
     await answered('get /voyage/notification/v1/notifications', await history('?since=2026-01-01T00:00:00Z'));
     await answered('get /voyage/notification/v1/notifications', await history('?since=2026-01-01T00:00:00Z', publishToken));
 
+    // Userinfo: a user's token with openid, one without, none, a bad one; the POST's body too.
+    const oidcClient = await createClient(app, { redirectPatterns: [LOOPBACK_PATTERN], scopes: ['openid', 'profile'] });
+    const openidToken = (await issueTokens(app, oidcClient, await createUser(app), { redirectUrl: LOOPBACK_REDIRECT, scope: 'openid profile' })).access_token;
+    const userinfo = (method: 'GET' | 'POST', token?: string, init: RequestInit = {}) =>
+      fetch(`${app.baseUrl}/sso/userinfo`, { method, ...init, headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(init.headers as Record<string, string>) } });
+    for (const method of ['GET', 'POST'] as const) {
+      const operation = `${method.toLowerCase()} /sso/userinfo`;
+      await answered(operation, await userinfo(method, openidToken));
+      await answered(operation, await userinfo(method));
+      await answered(operation, await userinfo(method, 'garbage'));
+      await answered(operation, await userinfo(method, await clientToken(app, subscriber)));
+    }
+    const userinfoForm = (body: string, token?: string, contentType = FORM) => userinfo('POST', token, { body, headers: { 'content-type': contentType } });
+    await answered('post /sso/userinfo', await userinfoForm(new URLSearchParams({ access_token: openidToken }).toString()));
+    await answered('post /sso/userinfo', await userinfoForm(new URLSearchParams({ access_token: openidToken }).toString(), openidToken));
+    await answered('post /sso/userinfo', await userinfoForm(JSON.stringify({ access_token: openidToken }), undefined, 'application/json'));
+    await answered('post /sso/userinfo', await userinfoForm(`x=${'a'.repeat(70_000)}`));
+
     // Health, metrics, keys, metadata.
-    for (const path of ['/health', '/health/live', '/metrics', '/.well-known/jwks.json', '/.well-known/oauth-authorization-server']) {
+    for (const path of ['/health', '/health/live', '/metrics', '/.well-known/jwks.json', '/.well-known/oauth-authorization-server', '/.well-known/openid-configuration']) {
       await answered(`get ${path}`, await fetch(`${app.baseUrl}${path}`));
     }
 

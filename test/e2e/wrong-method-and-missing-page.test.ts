@@ -48,7 +48,7 @@ describe('a wrong method, a wrong media type and a mistyped address', () => {
     ['JSON', 'application/json', '{"grant_type":"client_credentials"}'],
     ['text', 'text/plain', 'grant_type=client_credentials'],
   ])('answers %s sent to an OAuth form route with 415, as documented', async (_kind, contentType, body) => {
-    for (const path of ['/sso/token', '/public/api/oauth2/token', '/sso/device_authorization', '/sso/introspect', '/sso/revoke']) {
+    for (const path of ['/sso/token', '/public/api/oauth2/token', '/sso/device_authorization', '/sso/introspect', '/sso/revoke', '/sso/userinfo']) {
       const response = await fetch(`${app.baseUrl}${path}`, { method: 'POST', headers: { 'content-type': contentType }, body });
       expect(response.status, path).toBe(415);
       expect(await response.json(), path).toEqual({ error: 'invalid_request', error_description: 'unsupported content type: send application/x-www-form-urlencoded' });

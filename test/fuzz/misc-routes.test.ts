@@ -14,6 +14,7 @@ const READ_ONLY: Record<string, string> = {
   'GET /.well-known/jwks.json': '/.well-known/jwks.json',
   'GET /.well-known/oauth-authorization-server': '/.well-known/oauth-authorization-server',
   'GET /.well-known/oauth-authorization-server/*': '/.well-known/oauth-authorization-server/tenant',
+  'GET /.well-known/openid-configuration': '/.well-known/openid-configuration',
   'GET /health': '/health',
   'GET /health/live': '/health/live',
   'GET /metrics': '/metrics',
@@ -44,6 +45,8 @@ const EVERY_ROUTE: Record<string, RouteTemplate> = {
     headers: [['Authorization', 'Bearer {{publish_token}}']],
     body: { contentType: JSON_TYPE, body: { json: { recipient: '{{recipient}}' } } },
   },
+  'GET /sso/userinfo': { method: 'GET', target: '/sso/userinfo', headers: [['Authorization', 'Bearer {{openid_token}}']] },
+  'POST /sso/userinfo': { method: 'POST', target: '/sso/userinfo', body: { contentType: FORM, body: { form: [['access_token', '{{openid_token}}']] } } },
   'GET /voyage/notification/v1/notifications': { method: 'GET', target: '/voyage/notification/v1/notifications?since=2026-01-01T00:00:00Z', headers: [['Authorization', 'Bearer {{subscribe_token}}']] },
   'GET /voyage/notification/v1/ws/products': { method: 'GET', target: '/voyage/notification/v1/ws/products', headers: [['Authorization', 'Bearer {{subscribe_token}}']] },
 };

@@ -47,6 +47,8 @@ export class World {
     readonly device: TestClient,
     /** The device grant only, no scopes: its device codes are foreign to `device`. */
     readonly otherDevice: TestClient,
+    /** A helper client allowed the OpenID Connect scopes: its users' tokens open userinfo. */
+    readonly oidc: TestClient,
   ) {}
 
   static async start(vars: Record<string, string> = {}): Promise<World> {
@@ -63,7 +65,8 @@ export class World {
     const user = await createUser(app);
     const device = await createClient(app, { grants: [DEVICE_GRANT, 'refresh_token'], scopes: [...DEVICE_SCOPES] });
     const otherDevice = await createClient(app, { grants: [DEVICE_GRANT] });
-    return new World(app, helper, other, subscriber, publisher, disabled, user, device, otherDevice);
+    const oidc = await createClient(app, { ...helperOptions, scopes: [...OIDC_SCOPES] });
+    return new World(app, helper, other, subscriber, publisher, disabled, user, device, otherDevice, oidc);
   }
 
   get port(): number {
@@ -187,6 +190,19 @@ export class World {
         return (await tokens()).access_token;
       case 'refresh_token':
         return (await tokens()).refresh_token;
+      // A user's token for userinfo (scope openid profile email), one without openid, and a forged one.
+      case 'openid_token':
+        return once('openid_token', async () => {
+          await this.resetLoginThrottle();
+          return (await issueTokens(app, this.oidc, user, { redirectUrl: LOOPBACK_REDIRECT, scope: OIDC_SCOPES.join(' ') })).access_token;
+        });
+      case 'profile_token':
+        return once('profile_token', async () => {
+          await this.resetLoginThrottle();
+          return (await issueTokens(app, this.oidc, user, { redirectUrl: LOOPBACK_REDIRECT, scope: 'profile email' })).access_token;
+        });
+      case 'forged_openid_token':
+        return flipSignatureByte(await this.resolve('openid_token', fresh));
       case 'publish_token':
         return once('publish_token', () => clientToken(app, publisher, PUBLISH_SCOPE));
       case 'subscribe_token':
@@ -284,6 +300,9 @@ export class World {
 
 /** What the device client may ask for. */
 export const DEVICE_SCOPES = ['voyages:read', 'reports:read'] as const;
+
+/** What the OpenID Connect client may ask for. */
+export const OIDC_SCOPES = ['openid', 'profile', 'email'] as const;
 
 const PLACEHOLDER = /\{\{(\w+)\}\}/g;
 

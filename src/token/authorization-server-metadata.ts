@@ -1,0 +1,36 @@
+import { DEVICE_CODE_GRANT } from '../clients/client.entity.js';
+import type { Env } from '../config/env.js';
+import type { AuthorizationServerMetadataDto } from './dto/authorization-server-metadata.dto.js';
+
+/** Both metadata documents may be kept for five minutes. */
+export const METADATA_CACHE_CONTROL = 'public, max-age=300';
+
+/** How clients authenticate at the token endpoint: Basic or form credentials, or none for a public client (PKCE instead). */
+const TOKEN_ENDPOINT_AUTH_METHODS = ['client_secret_basic', 'client_secret_post', 'none'];
+/** Introspection and revocation take a confidential client's credentials. */
+const CLIENT_AUTH_METHODS = ['client_secret_basic', 'client_secret_post'];
+
+/**
+ * The one description of this authorization server: RFC 8414 serves it as it is, OpenID Connect
+ * Discovery adds its own fields to it, so the issuer and the endpoints of both documents cannot
+ * drift apart. The issuer is IDENTITY_URL, the `iss` of every token the service signs.
+ */
+export function authorizationServerMetadata(env: Env): AuthorizationServerMetadataDto {
+  return {
+    issuer: env.identityUrl,
+    authorization_endpoint: `${env.frontendUrl}/sso/authorize`,
+    token_endpoint: `${env.frontendUrl}/sso/token`,
+    device_authorization_endpoint: `${env.frontendUrl}/sso/device_authorization`,
+    introspection_endpoint: `${env.frontendUrl}/sso/introspect`,
+    revocation_endpoint: `${env.frontendUrl}/sso/revoke`,
+    jwks_uri: `${env.apiUrl}/.well-known/jwks.json`,
+    response_types_supported: ['code'],
+    response_modes_supported: ['query'],
+    grant_types_supported: ['authorization_code', 'refresh_token', DEVICE_CODE_GRANT],
+    token_endpoint_auth_methods_supported: TOKEN_ENDPOINT_AUTH_METHODS,
+    introspection_endpoint_auth_methods_supported: CLIENT_AUTH_METHODS,
+    revocation_endpoint_auth_methods_supported: CLIENT_AUTH_METHODS,
+    code_challenge_methods_supported: ['S256'],
+    service_documentation: `${env.apiUrl}/docs`,
+  };
+}
