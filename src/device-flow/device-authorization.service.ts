@@ -8,7 +8,7 @@ import { ClientAuthentication } from '../token/client-authentication.js';
 import { DeviceCodesRepository } from '../token/device-codes.repository.js';
 import { OAuthError } from '../token/oauth-error.js';
 import { readFormBody } from '../token/oauth-params.js';
-import { assertScopeAllowed, formatScope, parseScope } from '../token/scope.js';
+import { assertScopeAllowed, formatScope, parseScope, userGrantScopes } from '../token/scope.js';
 import { displayUserCode, generateUserCode } from './user-code.js';
 
 /** RFC 8628 §3.2. */
@@ -39,7 +39,7 @@ export class DeviceAuthorizationService {
     const client = await this.clientAuthentication.authenticate(authorization, params, requester);
     if (!client.grants.includes(DEVICE_CODE_GRANT)) throw new OAuthError('unauthorized_client', 'this client may not use the device authorization grant');
     const scope = parseScope(params.get('scope'));
-    assertScopeAllowed(scope, client.scopes);
+    assertScopeAllowed(scope, userGrantScopes(client));
 
     // RFC 8628 §5.2: the device code is a bearer secret; 256 random bits, stored hashed.
     const deviceCode = randomToken(32);

@@ -4,6 +4,7 @@ import { errorDescription } from '../common/errors/error-description.js';
 import { Env } from '../config/env.js';
 import { InvalidJwt } from '../keys/jwt-signer.service.js';
 import { type AccessTokenClaims, AccessTokens } from '../token/access-tokens.service.js';
+import { userGrantScopes } from '../token/scope.js';
 
 /** RFC 6750 §3.1 error codes. */
 export type BearerErrorCode = 'invalid_request' | 'invalid_token' | 'insufficient_scope';
@@ -105,7 +106,8 @@ export class BearerAuthenticator {
     const client = (await this.accessTokens.isRevoked(claims)) ? null : await this.clients.findEnabled(claims.client_id);
     if (!client) throw BearerRejection.invalidToken('the access token was revoked');
     // A scope taken from the client (client:update) ends at once, in tokens issued before too.
-    const scopes = (claims.scope ?? '').split(' ').filter((scope) => scope !== '' && client.scopes.includes(scope));
+    const held = userGrantScopes(client);
+    const scopes = (claims.scope ?? '').split(' ').filter((scope) => scope !== '' && held.includes(scope));
     if (!scopes.includes(requiredScope)) throw BearerRejection.insufficientScope(requiredScope, `the token lacks scope ${requiredScope}`);
     return { claims, scopes };
   }

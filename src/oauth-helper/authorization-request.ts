@@ -2,7 +2,7 @@ import type { ClientEntity } from '../clients/client.entity.js';
 import { isRedirectAllowed } from '../clients/redirect-pattern.js';
 import { OAuthError } from '../token/oauth-error.js';
 import { type OAuthParams, readOAuthParams } from '../token/oauth-params.js';
-import { parseScope } from '../token/scope.js';
+import { parseScope, userGrantScopes } from '../token/scope.js';
 
 /** RFC 6749 §4.1.2.1 and OpenID Connect Core §3.1.2.6: what an authorization request can be refused with at its redirect_uri. */
 export type AuthorizationErrorCode =
@@ -14,9 +14,6 @@ export type AuthorizationErrorCode =
   | 'request_not_supported'
   | 'request_uri_not_supported'
   | 'access_denied';
-
-/** The scopes of OpenID Connect Core §5.4 and §11: every client that signs users in may ask for them. */
-export const OPENID_SCOPES = ['openid', 'profile', 'email', 'offline_access'] as const;
 
 export type Prompt = 'none' | 'login' | 'consent' | 'select_account';
 const PROMPTS: readonly string[] = ['none', 'login', 'consent', 'select_account'];
@@ -114,7 +111,7 @@ export async function readAuthorizationRequest(
   } catch {
     return refuse('invalid_scope', 'scope is not a space-delimited list of scope tokens');
   }
-  const understood = [...OPENID_SCOPES, ...client.scopes];
+  const understood = userGrantScopes(client);
   const scope = requested.filter((token) => understood.includes(token));
 
   const nonce = params.get('nonce');

@@ -1,3 +1,5 @@
+import { OPENID_SCOPES } from './scope.js';
+
 /**
  * The revocation model: what can be revoked, and the one rule every revocation follows.
  *
@@ -49,8 +51,11 @@ export const issuedAfterStampSql = (issuedAtSql: string) => `(u.tokens_valid_aft
  */
 export const NEW_STAMP_SQL = `date_trunc('milliseconds', clock_timestamp()) + interval '1 millisecond'`;
 
-/** The client's current scopes as an SQL condition on a space-separated `scopeSql`: the words it still holds, in order; NULL stays NULL. */
+/**
+ * The client's current scopes as an SQL condition on a space-separated `scopeSql`: the words it
+ * still holds (the standard OpenID scopes always), in order; NULL stays NULL.
+ */
 export const currentScopeSql = (scopeSql: string, clientIdSql: string) =>
   `(SELECT nullif(string_agg(word, ' ' ORDER BY position), '')
      FROM unnest(string_to_array(${scopeSql}, ' ')) WITH ORDINALITY AS s (word, position)
-     WHERE word = ANY ((SELECT scopes FROM clients WHERE id = ${clientIdSql})::text[]))`;
+     WHERE word = ANY ((SELECT scopes FROM clients WHERE id = ${clientIdSql})::text[]) OR word IN (${OPENID_SCOPES.map((scope) => `'${scope}'`).join(', ')}))`;

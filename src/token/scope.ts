@@ -16,4 +16,13 @@ export function assertScopeAllowed(requested: string[] | null, allowed: readonly
   if (refused.length > 0) throw invalidScope(`scope not allowed for this client: ${refused.join(' ')}`);
 }
 
+/**
+ * The scopes of OpenID Connect Core §5.4 and §11: every client that signs users in holds them,
+ * beside the scopes it is registered with (they reveal the user's own claims to the user's client).
+ */
+export const OPENID_SCOPES = ['openid', 'profile', 'email', 'offline_access'] as const;
+
+/** The scopes a client may ask of a user's grant: the standard ones and its own. */
+export const userGrantScopes = (client: { scopes: readonly string[] }): string[] => [...OPENID_SCOPES, ...client.scopes];
+
 export const formatScope = (scopes: string[] | null) => (scopes && scopes.length > 0 ? scopes.join(' ') : null);

@@ -2,7 +2,7 @@ import * as oidc from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ClientsService } from '../../src/clients/clients.service.js';
 import { createClient, createUser, type TestClient } from '../factories/oauth.factory.js';
-import { exchangeCode, LOOPBACK_PATTERN, pkcePair } from '../factories/token-flow.factory.js';
+import { exchangeCode, LOOPBACK_PATTERN, pkcePair, refresh, userId } from '../factories/token-flow.factory.js';
 import { signIn } from '../setup/browserless-login.js';
 import { query } from '../setup/database.js';
 import { startTestApp, type TestApp } from '../setup/test-app.js';
@@ -129,6 +129,19 @@ describe('the standard authorization request', () => {
     const code = new URL(login.headers.get('location')!).searchParams.get('code')!;
     const tokens = await exchangeCode(app, client, code, { code_verifier: verifier, redirect_uri: REDIRECT });
     expect(tokens).toMatchObject({ status: 200, body: { scope: 'openid email' } });
+  });
+
+  it('grants the OpenID scopes to every client: userinfo answers its token, and a refresh keeps them', async () => {
+    const user = await createUser(app);
+    const login = await signIn(standard({ scope: 'openid profile' }), user);
+    const code = new URL(login.headers.get('location')!).searchParams.get('code')!;
+    const tokens = await exchangeCode(app, client, code, { code_verifier: verifier, redirect_uri: REDIRECT });
+    expect(tokens).toMatchObject({ status: 200, body: { scope: 'openid profile' } });
+    const userinfo = await fetch(`${app.baseUrl}/sso/userinfo`, { headers: { authorization: `Bearer ${tokens.body.access_token}` } });
+    expect(userinfo.status).toBe(200);
+    expect(await userinfo.json()).toMatchObject({ sub: await userId(app, user), preferred_username: user.username });
+    const refreshed = await refresh(app, client, String(tokens.body.refresh_token));
+    expect(refreshed).toMatchObject({ status: 200, body: { scope: 'openid profile' } });
   });
 
   it('fills the username from login_hint', async () => {

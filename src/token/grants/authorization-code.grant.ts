@@ -14,7 +14,7 @@ import { GrantsRepository } from '../grants.repository.js';
 import { invalidGrant } from '../oauth-error.js';
 import { type OAuthParams, requireParam } from '../oauth-params.js';
 import { isVerifier, s256Challenge, verifierMatches } from '../pkce.js';
-import { assertScopeAllowed, formatScope, parseScope } from '../scope.js';
+import { assertScopeAllowed, formatScope, parseScope, userGrantScopes } from '../scope.js';
 import { inTokenTransaction } from '../token-transaction.js';
 import { type GrantFlow, UserTokenIssuer, type UserTokenResponse } from '../user-token-issuer.js';
 import type { GrantHandler } from './grant-handler.js';
@@ -37,7 +37,7 @@ export class AuthorizationCodeGrant implements GrantHandler<UserTokenResponse | 
   async handle(params: OAuthParams, client: ClientEntity, deadline: AnswerDeadline, requester: Requester): Promise<UserTokenResponse | RelayedTokenResponse> {
     const codeHash = sha256(requireParam(params, 'code'));
     const scope = parseScope(params.get('scope'));
-    assertScopeAllowed(scope, client.scopes);
+    assertScopeAllowed(scope, userGrantScopes(client));
     const verifier = params.get('code_verifier');
     const redirectUri = params.get('redirect_uri');
     const grantScope = formatScope(scope);
