@@ -7,11 +7,12 @@ import { OPENID_SCOPES } from './scope.js';
  * |---|---|---|---|
  * | an access token (RFC 7009) | `revoked_access_tokens` | — | bearer check, introspection |
  * | a grant (replayed code, reused or revoked refresh token) | `grants.revoked_at` | refresh | bearer check (`sid`), introspection |
- * | a user's sign-ins (password change, disable, sign-out of every device) | `portal_users.tokens_valid_after` moved, `disabled_at` | redemption, refresh, device poll, approval, code pick-up | through the grants revoked with it |
+ * | a user's sign-ins (password change, disable, sign-out of every device) | `portal_users.tokens_valid_after` moved, `disabled_at` | redemption, refresh, device poll, approval, code pick-up, browser session | through the grants revoked with it |
+ * | a browser session (logout) | `browser_sessions.ended_at` | single sign-on, "Continue as USER" | — |
  * | one client's sign-ins of a user (`grants:revoke --client`) | grants revoked, codes and approvals voided | as above, by the void marks | as above |
  * | a client (disable, delete) | `clients.enabled`, `deleted_at` | client authentication, code pick-up | bearer check |
  * | a signing key | `signing_keys.revoked_at` | signing | verification |
- * | a scope taken from a client | `clients.scopes` | refresh and device poll issue only the client's current scopes | bearer check |
+ * | a scope taken from a client | `clients.scopes` (never the standard OpenID scopes, every client's) | refresh and device poll issue only the client's current scopes | bearer check |
  *
  * The rule: a revocation is written to PostgreSQL first; then it holds
  * 1. **inside every issuing statement**: the statement that redeems a code, rotates a refresh

@@ -14,6 +14,21 @@ import { startTestApp, type TestApp } from '../setup/test-app.js';
 
 const REDIRECT = 'http://127.0.0.1:8765/callback';
 
+/** Refusals the client is told at its redirect_uri: what is wrong in the request, and the error it gets. */
+const REFUSALS: { name: string; overrides: Record<string, string | undefined>; error: string }[] = [
+  { name: 'a missing response_type (oidcc-response-type-missing)', overrides: { response_type: undefined }, error: 'invalid_request' },
+  { name: 'response_type=token', overrides: { response_type: 'token' }, error: 'unsupported_response_type' },
+  { name: 'no PKCE challenge', overrides: { code_challenge: undefined, code_challenge_method: undefined }, error: 'invalid_request' },
+  { name: 'the plain PKCE method', overrides: { code_challenge_method: 'plain' }, error: 'invalid_request' },
+  { name: 'an unknown prompt', overrides: { prompt: 'sometimes' }, error: 'invalid_request' },
+  { name: 'prompt=none with another', overrides: { prompt: 'none login' }, error: 'invalid_request' },
+  { name: 'a max_age that is not seconds', overrides: { max_age: 'soon' }, error: 'invalid_request' },
+  { name: 'a request object', overrides: { request: 'eyJhbGciOiJub25lIn0.e30.' }, error: 'request_not_supported' },
+  { name: 'a request_uri', overrides: { request_uri: 'https://client.example/request.jwt' }, error: 'request_uri_not_supported' },
+  { name: 'response_mode=fragment', overrides: { response_mode: 'fragment' }, error: 'invalid_request' },
+  { name: 'prompt=none while no one is signed in (oidcc-prompt-none-not-logged-in)', overrides: { prompt: 'none' }, error: 'login_required' },
+];
+
 describe('the standard authorization request', () => {
   let app: TestApp;
   let client: TestClient;
@@ -100,19 +115,7 @@ describe('the standard authorization request', () => {
     expect(await stored()).toBe(before);
   });
 
-  it.each([
-    { name: 'a missing response_type (oidcc-response-type-missing)', overrides: { response_type: undefined }, error: 'invalid_request' },
-    { name: 'response_type=token', overrides: { response_type: 'token' }, error: 'unsupported_response_type' },
-    { name: 'no PKCE challenge', overrides: { code_challenge: undefined, code_challenge_method: undefined }, error: 'invalid_request' },
-    { name: 'the plain PKCE method', overrides: { code_challenge_method: 'plain' }, error: 'invalid_request' },
-    { name: 'an unknown prompt', overrides: { prompt: 'sometimes' }, error: 'invalid_request' },
-    { name: 'prompt=none with another', overrides: { prompt: 'none login' }, error: 'invalid_request' },
-    { name: 'a max_age that is not seconds', overrides: { max_age: 'soon' }, error: 'invalid_request' },
-    { name: 'a request object', overrides: { request: 'eyJhbGciOiJub25lIn0.e30.' }, error: 'request_not_supported' },
-    { name: 'a request_uri', overrides: { request_uri: 'https://client.example/request.jwt' }, error: 'request_uri_not_supported' },
-    { name: 'response_mode=fragment', overrides: { response_mode: 'fragment' }, error: 'invalid_request' },
-    { name: 'prompt=none while no one is signed in (oidcc-prompt-none-not-logged-in)', overrides: { prompt: 'none' }, error: 'login_required' },
-  ] as { name: string; overrides: Record<string, string | undefined>; error: string }[])('sends $name back to the client as $error, with its state and the issuer, storing nothing', async ({ overrides, error }) => {
+  it.each(REFUSALS)('sends $name back to the client as $error, with its state and the issuer, storing nothing', async ({ overrides, error }) => {
     const before = await stored();
     const answer = await answerTo(standard(overrides));
     expect(answer.status).toBe(302);

@@ -52,6 +52,13 @@ class Browser {
   }
 }
 
+/** Every sign-out of a user that ends their sessions. */
+const SIGN_OUTS = [
+  ['user:set-password', (app: TestApp, user: { username: string }) => app.get(UsersService).setPassword(user.username, 'a new password, long enough')],
+  ['user:disable', (app: TestApp, user: { username: string }) => app.get(UsersService).disable(user.username)],
+  ['grants:revoke --user', async (app: TestApp, user: { username: string; password: string }) => app.get(SignOutsRepository).signOutNow({ userId: await userId(app, user) })],
+] as const;
+
 describe('the browser session (single sign-on)', () => {
   let app: TestApp;
   let client: TestClient;
@@ -146,11 +153,7 @@ describe('the browser session (single sign-on)', () => {
     expect(redirectParams(continued)).toHaveProperty('code');
   });
 
-  it.each([
-    ['user:set-password', (app: TestApp, user: { username: string }) => app.get(UsersService).setPassword(user.username, 'a new password, long enough')],
-    ['user:disable', (app: TestApp, user: { username: string }) => app.get(UsersService).disable(user.username)],
-    ['grants:revoke --user', async (app: TestApp, user: { username: string; password: string }) => app.get(SignOutsRepository).signOutNow({ userId: await userId(app, user) })],
-  ] as const)('ends with %s: the next request asks for the password, prompt=none is login_required', async (_name, signOut) => {
+  it.each(SIGN_OUTS)('ends with %s: the next request asks for the password, prompt=none is login_required', async (_name, signOut) => {
     const user = await createUser(app);
     const browser = await signedIn(user);
     await signOut(app, user);
