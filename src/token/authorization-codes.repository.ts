@@ -14,6 +14,7 @@ export interface AuthorizationCodeRow {
   grant_id: string | null;
   upstream_session_id: string | null;
   request: CodeRequest | null;
+  issued_at: Date;
   /** The code's user may still be issued tokens from it (enabled, not signed out since the code). */
   user_issuable: boolean;
 }
@@ -67,6 +68,12 @@ export interface Denial {
   stateExpiresAt: Date;
 }
 
+/**
+ * When a code's user signed in: a standard request's code says; the helper's is issued at its
+ * sign-in (or, for a polling device, at its pick-up, moments later).
+ */
+export const signInTimeSql = (requestSql: string, issuedAtSql: string) => `COALESCE(to_timestamp((${requestSql}->>'auth_time')::bigint), ${issuedAtSql})`;
+
 /** NOTIFY channel announcing a state whose code now waits for its polling device (a NotifiedIdSet). */
 export const STATE_APPROVED_CHANNEL = 'vc_state_approved';
 
@@ -81,10 +88,11 @@ const REDEEM = new PreparedStatement<{ user_id: string; request: CodeRequest | n
        -- A standard request's code demands its redirect_uri again (RFC 6749 §4.1.3); the helper's may omit it.
        AND (CASE WHEN c.request IS NULL THEN $4::text IS NULL OR c.redirect_url = $4 ELSE c.redirect_url = $4 END)
        AND u.id = c.user_id AND ${issuedAfterStampSql('c.issued_at')}
-     RETURNING c.user_id, c.upstream_session_id, c.request),
+     RETURNING c.user_id, c.upstream_session_id, c.request, c.issued_at),
    granted AS (
-     INSERT INTO grants (id, client_id, user_id, scope, flow, upstream_session_id)
-     SELECT $5, $2, user_id, CASE WHEN request IS NULL THEN $6 ELSE request->>'scope' END, CASE WHEN request IS NULL THEN 'helper' ELSE 'code' END, upstream_session_id
+     INSERT INTO grants (id, client_id, user_id, scope, flow, upstream_session_id, auth_time, sid)
+     SELECT $5, $2, user_id, CASE WHEN request IS NULL THEN $6 ELSE request->>'scope' END, CASE WHEN request IS NULL THEN 'helper' ELSE 'code' END, upstream_session_id,
+       ${signInTimeSql('request', 'issued_at')}, request->>'sid'
      FROM redeemed RETURNING id),
    first_refresh AS (
      INSERT INTO refresh_tokens (token_hash, grant_id, client_id, expires_at) SELECT $7, id, $2, now() + make_interval(secs => $8) FROM granted)
@@ -216,7 +224,7 @@ export class AuthorizationCodesRepository {
   async lock(manager: EntityManager, codeHash: Buffer): Promise<AuthorizationCodeRow | undefined> {
     const [row] = await manager.query(
       `WITH ${issuableUserCte('(SELECT user_id FROM authorization_codes WHERE code_hash = $1)')}
-       SELECT c.client_id, c.user_id, c.redirect_url, c.code_challenge, c.expires_at <= now() AS expired, c.consumed_at, c.grant_id, c.upstream_session_id, c.request,
+       SELECT c.client_id, c.user_id, c.redirect_url, c.code_challenge, c.expires_at <= now() AS expired, c.consumed_at, c.grant_id, c.upstream_session_id, c.request, c.issued_at,
          (u.id IS NOT NULL AND ${issuedAfterStampSql('c.issued_at')}) AS user_issuable
        FROM authorization_codes c LEFT JOIN issuable_user u ON u.id = c.user_id
        WHERE c.code_hash = $1 FOR UPDATE OF c`,

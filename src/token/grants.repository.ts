@@ -27,14 +27,15 @@ export interface LiveGrant {
 export class GrantsRepository {
   constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
 
-  async create(manager: EntityManager, grant: { clientId: string; userId: string; scope: string | null; flow: GrantFlow; upstreamSessionId?: string | null }): Promise<string> {
-    const [row] = await manager.query('INSERT INTO grants (client_id, user_id, scope, flow, upstream_session_id) VALUES ($1, $2, $3, $4, $5) RETURNING id', [
-      grant.clientId,
-      grant.userId,
-      grant.scope,
-      grant.flow,
-      grant.upstreamSessionId ?? null,
-    ]);
+  /** `signIn`: when the user signed in, and in which browser session (the ID tokens' auth_time and sid); by default now, and none. */
+  async create(
+    manager: EntityManager,
+    grant: { clientId: string; userId: string; scope: string | null; flow: GrantFlow; upstreamSessionId?: string | null; signIn?: { authTime: Date; sid: string | null } },
+  ): Promise<string> {
+    const [row] = await manager.query(
+      'INSERT INTO grants (client_id, user_id, scope, flow, upstream_session_id, auth_time, sid) VALUES ($1, $2, $3, $4, $5, COALESCE($6, now()), $7) RETURNING id',
+      [grant.clientId, grant.userId, grant.scope, grant.flow, grant.upstreamSessionId ?? null, grant.signIn?.authTime ?? null, grant.signIn?.sid ?? null],
+    );
     return row.id;
   }
 

@@ -13,6 +13,7 @@ import { ClientCredentialsGrant } from './grants/client-credentials.grant.js';
 import { DeviceCodeGrant } from './grants/device-code.grant.js';
 import { RefreshTokenGrant } from './grants/refresh-token.grant.js';
 import { GrantsRepository } from './grants.repository.js';
+import { IdTokens } from './id-tokens.js';
 import { HousekeepingService } from './housekeeping.service.js';
 import { IdentityTokenController } from './identity-token.controller.js';
 import { MetadataController } from './metadata.controller.js';
@@ -38,6 +39,7 @@ import { UserTokenIssuer } from './user-token-issuer.js';
     DeviceCodesRepository,
     GrantsRepository,
     HousekeepingService,
+    IdTokens,
     RefreshTokenGrant,
     RefreshTokensRepository,
     TokenInspectionService,

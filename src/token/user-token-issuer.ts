@@ -4,6 +4,7 @@ import { randomToken, sha256 } from '../common/crypto/opaque-token.js';
 import { Env, USER_ACCESS_TOKEN_TTL } from '../config/env.js';
 import type { JwtSigning } from '../keys/jwt-signer.service.js';
 import { AccessTokens } from './access-tokens.service.js';
+import { IdTokens, wantsIdToken } from './id-tokens.js';
 import { RefreshTokensRepository } from './refresh-tokens.repository.js';
 
 /**
@@ -18,6 +19,8 @@ export interface UserTokenResponse {
   token_type: 'bearer';
   scope?: string | null;
   refresh_token?: string;
+  /** When the grant's scope has `openid` (OpenID Connect Core §3.1.3.3). */
+  id_token?: string;
 }
 
 /** Which sign-in began a grant: the helper flow, the standard device flow (RFC 8628), or a standard authorization request (RFC 6749 §4.1). */
@@ -29,6 +32,8 @@ export interface UserGrant {
   userId: string;
   scope: string | null;
   flow: GrantFlow;
+  /** The authorization request's nonce, for the ID token of the code exchange only. */
+  nonce?: string;
 }
 
 /** A refresh token about to be stored: the value for the client, the hash for the database. */
@@ -46,6 +51,7 @@ export class UserTokenIssuer {
     private readonly accessTokens: AccessTokens,
     private readonly refreshTokens: RefreshTokensRepository,
     private readonly env: Env,
+    private readonly idTokens: IdTokens,
   ) {}
 
   newRefreshToken(): NewRefreshToken {
@@ -55,10 +61,10 @@ export class UserTokenIssuer {
 
   /** Stores a new refresh token inside the caller's transaction (unless told not to) and answers with the tokens. */
   async issue(manager: EntityManager, grant: UserGrant, { withRefreshToken = true } = {}): Promise<UserTokenResponse> {
-    if (!withRefreshToken) return this.respond(grant);
+    if (!withRefreshToken) return this.respond(grant, undefined, undefined, manager);
     const refreshToken = this.newRefreshToken();
     await this.refreshTokens.insert(manager, { tokenHash: refreshToken.hash, grantId: grant.grantId, clientId: grant.clientId, lifetimeSeconds: refreshToken.lifetimeSeconds });
-    return this.respond(grant, refreshToken);
+    return this.respond(grant, refreshToken, undefined, manager);
   }
 
   /** The signing key for `respond`, fetched before the caller commits (see JwtSigner.prepare). */
@@ -66,18 +72,23 @@ export class UserTokenIssuer {
     return this.accessTokens.signing();
   }
 
-  /** The response for a refresh token already stored (or none): signs the access token. */
-  async respond(grant: UserGrant, refreshToken?: NewRefreshToken, signing?: JwtSigning): Promise<UserTokenResponse> {
+  /**
+   * The response for a refresh token already stored (or none): signs the access token, and the ID
+   * token when the scope asks for one (`reader`: the transaction the grant is not committed out of yet).
+   */
+  async respond(grant: UserGrant, refreshToken?: NewRefreshToken, signing?: JwtSigning, reader?: EntityManager): Promise<UserTokenResponse> {
     const accessToken = await this.accessTokens.issue(
       { subject: grant.userId, clientId: grant.clientId, scope: grant.scope, grantId: grant.grantId, lifetimeSeconds: USER_ACCESS_TOKEN_TTL },
       signing,
     );
+    const idToken = wantsIdToken(grant.scope) ? await this.idTokens.issue(grant, accessToken, { nonce: grant.nonce, signing, reader }) : undefined;
     return {
       access_token: accessToken,
       expires_in: USER_ACCESS_TOKEN_TTL,
       token_type: 'bearer',
       ...(grant.scope !== null || grant.flow === 'helper' ? { scope: grant.scope } : {}),
       ...(refreshToken ? { refresh_token: refreshToken.value } : {}),
+      ...(idToken ? { id_token: idToken } : {}),
     };
   }
 }

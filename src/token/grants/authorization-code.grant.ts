@@ -57,7 +57,7 @@ export class AuthorizationCodeGrant implements GrantHandler<UserTokenResponse | 
         refreshTokenHash: refreshToken.hash,
         refreshTokenLifetimeSeconds: refreshToken.lifetimeSeconds,
       }));
-      if (redeemed) return this.tokens.respond({ grantId, clientId: client.id, userId: redeemed.user_id, ...granted(redeemed.request, grantScope) }, refreshToken, signing);
+      if (redeemed) return this.tokens.respond({ grantId, clientId: client.id, userId: redeemed.user_id, ...granted(redeemed.request, grantScope), nonce: redeemed.request?.nonce }, refreshToken, signing);
       // Not one of the service's own: perhaps a relayed sign-in's, which hands over the provider's tokens.
       const relayed = await deadline.commit(() =>
         this.relay.redeem({ codeHash, clientId: client.id, challenge: verifier === undefined ? null : s256Challenge(verifier), redirectUri: redirectUri ?? null }),
@@ -102,9 +102,10 @@ export class AuthorizationCodeGrant implements GrantHandler<UserTokenResponse | 
         return invalidGrant(problem);
       }
       const grant = granted(code.request, grantScope);
-      const grantId = await this.grants.create(manager, { clientId: client.id, userId: code.user_id, ...grant, upstreamSessionId: code.upstream_session_id });
+      const signIn = { authTime: code.request ? new Date(code.request.auth_time * 1000) : code.issued_at, sid: code.request?.sid ?? null };
+      const grantId = await this.grants.create(manager, { clientId: client.id, userId: code.user_id, ...grant, upstreamSessionId: code.upstream_session_id, signIn });
       await this.codes.markConsumed(manager, codeHash, grantId);
-      return this.tokens.issue(manager, { grantId, clientId: client.id, userId: code.user_id, ...grant });
+      return this.tokens.issue(manager, { grantId, clientId: client.id, userId: code.user_id, ...grant, nonce: code.request?.nonce });
     });
   }
 }

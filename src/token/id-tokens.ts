@@ -1,0 +1,67 @@
+import { createHash } from 'node:crypto';
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
+import { Env, USER_ACCESS_TOKEN_TTL } from '../config/env.js';
+import { type JwtSigning, JwtSigner } from '../keys/jwt-signer.service.js';
+import { claimsFor, type ClaimsSource } from '../oidc/claims.js';
+
+/** The JOSE type of an ID token: plain JWT (OpenID Connect Core §2 names no other). */
+export const ID_TOKEN_TYP = 'JWT';
+
+/** Whether a grant's scope asks for ID tokens. */
+export const wantsIdToken = (scope: string | null) => scope?.split(' ').includes('openid') ?? false;
+
+/**
+ * ID tokens (OpenID Connect Core §2, §3.1.3.6, §12.2): beside the access token of a grant whose
+ * scope has `openid`, at the code exchange (with the request's `nonce`) and at every refresh and
+ * device poll (without). Each carries the grant's sign-in (`auth_time`, `sid`), `at_hash` of its
+ * access token, and the claims the scope allows, read as they are now.
+ */
+@Injectable()
+export class IdTokens {
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly signer: JwtSigner,
+    private readonly env: Env,
+  ) {}
+
+  /** `reader`: the issuing transaction when the grant is not committed yet. */
+  async issue(
+    grant: { grantId: string; clientId: string; scope: string | null },
+    accessToken: string,
+    options: { nonce?: string; signing?: JwtSigning; reader?: EntityManager } = {},
+  ): Promise<string> {
+    const [row]: (ClaimsSourceRow & { user_id: string; auth_time: Date; sid: string | null })[] = await (options.reader ?? this.dataSource).query(
+      `SELECT g.user_id, COALESCE(g.auth_time, g.created_at) AS auth_time, g.sid,
+              u.username, u.upstream_issuer, u.profile, u.profile_updated_at
+       FROM grants g JOIN portal_users u ON u.id = g.user_id WHERE g.id = $1`,
+      [grant.grantId],
+    );
+    const user: ClaimsSource = { username: row.username, upstreamIssuer: row.upstream_issuer, profile: row.profile, profileUpdatedAt: row.profile_updated_at };
+    const signing = options.signing ?? (await this.signer.prepare());
+    return signing.sign(
+      {
+        iss: this.env.identityUrl,
+        sub: row.user_id,
+        aud: grant.clientId,
+        auth_time: Math.floor(row.auth_time.getTime() / 1000),
+        ...(options.nonce !== undefined ? { nonce: options.nonce } : {}),
+        at_hash: atHash(accessToken),
+        ...(row.sid ? { sid: row.sid } : {}),
+        ...claimsFor(user, grant.scope?.split(' ') ?? []),
+      },
+      { typ: ID_TOKEN_TYP, expiresInSeconds: USER_ACCESS_TOKEN_TTL },
+    );
+  }
+}
+
+interface ClaimsSourceRow {
+  username: string;
+  upstream_issuer: string | null;
+  profile: ClaimsSource['profile'];
+  profile_updated_at: Date;
+}
+
+/** OpenID Connect Core §3.1.3.6: the left half of the access token's SHA-256 (both algorithms hash with SHA-256), base64url. */
+const atHash = (accessToken: string) => createHash('sha256').update(accessToken, 'ascii').digest().subarray(0, 16).toString('base64url');
