@@ -30,7 +30,9 @@ export class MetadataController {
   }
 
   private document(): AuthorizationServerMetadataDto {
-    const authMethods = ['client_secret_basic', 'client_secret_post'];
+    const secretMethods = ['client_secret_basic', 'client_secret_post'];
+    // A public client names itself with client_id alone (`none`), except to introspect (RFC 7662 §2.1).
+    const anyClient = [...secretMethods, 'none'];
     return {
       issuer: this.env.identityUrl,
       authorization_endpoint: `${this.env.frontendUrl}/sso/authorize`,
@@ -42,9 +44,9 @@ export class MetadataController {
       response_types_supported: ['code'],
       response_modes_supported: ['query'],
       grant_types_supported: ['authorization_code', 'refresh_token', DEVICE_CODE_GRANT],
-      token_endpoint_auth_methods_supported: authMethods,
-      introspection_endpoint_auth_methods_supported: authMethods,
-      revocation_endpoint_auth_methods_supported: authMethods,
+      token_endpoint_auth_methods_supported: anyClient,
+      introspection_endpoint_auth_methods_supported: secretMethods,
+      revocation_endpoint_auth_methods_supported: anyClient,
       code_challenge_methods_supported: ['S256'],
       service_documentation: `${this.env.apiUrl}/docs`,
     };

@@ -21,9 +21,9 @@ const tables = async (url: string) =>
 
 const hasColumn = async (url: string, table: string, column: string) =>
   (await query(url, `SELECT 1 FROM information_schema.columns WHERE table_name = $1 AND column_name = $2`, [table, column])).length === 1;
-/** The last migration adds the relayed refresh tokens' lease; the one before it, the identity providers (and the clients' sign-in methods). */
-const hasLast = (url: string) => hasColumn(url, 'relayed_tokens', 'refreshing_until');
-const hasOneBeforeLast = (url: string) => hasColumn(url, 'clients', 'sign_in');
+/** The last migration adds the clients' OpenID Connect settings (public clients among them); the one before it, the relayed refresh tokens' lease. */
+const hasLast = (url: string) => hasColumn(url, 'clients', 'token_endpoint_auth_method');
+const hasOneBeforeLast = (url: string) => hasColumn(url, 'relayed_tokens', 'refreshing_until');
 
 describe('the migration commands of the README', () => {
   let url: string;

@@ -32,13 +32,13 @@ export class AuthorizationServerMetadataDto {
   @ApiProperty({ type: [String], example: ['authorization_code', 'refresh_token', 'urn:ietf:params:oauth:grant-type:device_code'] })
   grant_types_supported: string[];
 
-  @ApiProperty({ type: [String], example: ['client_secret_basic', 'client_secret_post'] })
+  @ApiProperty({ type: [String], example: ['client_secret_basic', 'client_secret_post', 'none'] })
   token_endpoint_auth_methods_supported: string[];
 
   @ApiProperty({ type: [String], example: ['client_secret_basic', 'client_secret_post'] })
   introspection_endpoint_auth_methods_supported: string[];
 
-  @ApiProperty({ type: [String], example: ['client_secret_basic', 'client_secret_post'] })
+  @ApiProperty({ type: [String], example: ['client_secret_basic', 'client_secret_post', 'none'] })
   revocation_endpoint_auth_methods_supported: string[];
 
   @ApiProperty({ type: [String], example: ['S256'] })
