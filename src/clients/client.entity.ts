@@ -12,6 +12,21 @@ const GRANT_ALIASES: Readonly<Record<string, GrantType>> = { device_code: DEVICE
 /** A grant type as stored: an alias becomes the full name, anything else is left for validation to judge. */
 export const resolveGrantAlias = (grant: string): string => GRANT_ALIASES[grant] ?? grant;
 
+/**
+ * How a client authenticates at the token endpoints, by its RFC 7591 §2 name: with its secret
+ * (`client_secret_basic`, the registration default; `client_secret_post` is accepted as well), or
+ * not at all (`none`: a public client, which names itself with `client_id` and must use PKCE).
+ */
+export const TOKEN_ENDPOINT_AUTH_METHODS = ['client_secret_basic', 'none'] as const;
+export type TokenEndpointAuthMethod = (typeof TOKEN_ENDPOINT_AUTH_METHODS)[number];
+
+/** The algorithms an ID token may be signed with (OpenID Connect Dynamic Client Registration's `id_token_signed_response_alg`). */
+export const ID_TOKEN_ALGS = ['RS256', 'ES256'] as const;
+export type IdTokenAlg = (typeof ID_TOKEN_ALGS)[number];
+
+/** A public client has no secret: it cannot authenticate, so it must prove possession of its codes with PKCE. */
+export const isPublicClient = (client: Pick<ClientEntity, 'tokenEndpointAuthMethod'>) => client.tokenEndpointAuthMethod === 'none';
+
 @Entity('clients')
 export class ClientEntity {
   @PrimaryColumn('text')
@@ -40,8 +55,21 @@ export class ClientEntity {
   @Column('boolean')
   enabled: boolean;
 
-  @Column('bytea', { name: 'secret_hash' })
-  secretHash: Buffer;
+  /** Where RP-initiated logout may send the browser afterwards: exact URLs (see post-logout-redirect.ts). */
+  @Column('text', { name: 'post_logout_redirect_uris', array: true })
+  postLogoutRedirectUris: string[];
+
+  /** What its ID tokens are signed with. */
+  @Column('text', { name: 'id_token_signed_response_alg' })
+  idTokenSignedResponseAlg: IdTokenAlg;
+
+  /** `none` for a public client, which has no secret (its secret_hash is null). */
+  @Column('text', { name: 'token_endpoint_auth_method' })
+  tokenEndpointAuthMethod: TokenEndpointAuthMethod;
+
+  /** Null for a public client. */
+  @Column('bytea', { name: 'secret_hash', nullable: true })
+  secretHash: Buffer | null;
 
   @Column('bytea', { name: 'previous_secret_hash', nullable: true })
   previousSecretHash: Buffer | null;

@@ -13,7 +13,21 @@ export const CLIENT_CHANGED_CHANNEL = 'vc_client_changed';
 const CACHE_TTL_MS = 30_000;
 
 /** What an operator may change on a client. */
-type ClientChanges = Pick<ClientEntity, 'name' | 'grants' | 'redirectPatterns' | 'scopes' | 'scopeDescriptions' | 'signIn' | 'enabled' | 'secretHash' | 'previousSecretHash' | 'previousSecretExpiresAt'>;
+type ClientChanges = Pick<
+  ClientEntity,
+  | 'name'
+  | 'grants'
+  | 'redirectPatterns'
+  | 'scopes'
+  | 'scopeDescriptions'
+  | 'signIn'
+  | 'enabled'
+  | 'secretHash'
+  | 'previousSecretHash'
+  | 'previousSecretExpiresAt'
+  | 'postLogoutRedirectUris'
+  | 'idTokenSignedResponseAlg'
+>;
 
 /** Tells every process, when the transaction commits, to drop its copy of the client. */
 const notifyChanged = (manager: EntityManager, id: string) => manager.query('SELECT pg_notify($1, $2)', [CLIENT_CHANGED_CHANNEL, id]);
@@ -125,14 +139,17 @@ export class ClientsRepository {
 
   /**
    * client:delete, in the caller's transaction: the row stays as a tombstone that nothing can use
-   * (no secret, no grants, disabled), found by no lookup. Null when no live client has this id.
+   * (no secret, no grants, no redirect URLs, disabled), found by no lookup. Null when no live client has this id.
    * The caller forgets its cached copy once the transaction has committed.
    */
   async tombstone(manager: EntityManager, id: string): Promise<{ name: string; deleted_at: Date } | null> {
     // An UPDATE answers [rows, affected count].
     const [[row]]: [{ name: string; deleted_at: Date }[], number] = await manager.query(
-      `UPDATE clients SET deleted_at = now(), updated_at = now(), enabled = false, secret_hash = '\\x', previous_secret_hash = NULL,
-         previous_secret_expires_at = NULL, grants = '{}', redirect_patterns = '{}', scopes = '{}', scope_descriptions = '{}'
+      // A public client has no secret to void (clients_public_has_no_secret).
+      `UPDATE clients SET deleted_at = now(), updated_at = now(), enabled = false, previous_secret_hash = NULL,
+         secret_hash = CASE WHEN token_endpoint_auth_method = 'none' THEN NULL ELSE '\\x'::bytea END,
+         previous_secret_expires_at = NULL, grants = '{}', redirect_patterns = '{}', scopes = '{}', scope_descriptions = '{}',
+         post_logout_redirect_uris = '{}'
        WHERE id = $1 AND deleted_at IS NULL RETURNING name, deleted_at`,
       [id],
     );

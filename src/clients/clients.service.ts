@@ -7,16 +7,20 @@ import { Env } from '../config/env.js';
 import { LOCAL_SIGN_IN } from '../identity-providers/identity-provider.entity.js';
 import { IdentityProvidersService } from '../identity-providers/identity-providers.service.js';
 import { SignOutsRepository } from '../token/sign-outs.repository.js';
-import type { ClientEntity } from './client.entity.js';
+import { type ClientEntity, type IdTokenAlg, isPublicClient, type TokenEndpointAuthMethod } from './client.entity.js';
 import { generateClientId, generateClientSecret, hashClientSecret, secretMatchesHash } from './client-secret.js';
 import { ClientsRepository } from './clients.repository.js';
 import { CreateClientDto } from './dto/create-client.dto.js';
+import { isPostLogoutRedirectRegistered } from './post-logout-redirect.js';
 
 /** What create takes: unset lists get create's defaults. */
 export type NewClientInput = Partial<CreateClientDto> & { name?: string };
 
-/** A client just registered: its view and its secret, shown this once. */
+/** A confidential client just registered: its view and its secret, shown this once. */
 export type CreatedClient = ClientView & { client_secret: string };
+
+/** A client just registered: a public one has no secret, so no `client_secret` at all. */
+export type RegisteredClient = ClientView & { client_secret?: string };
 
 /** A client as operators see it: never a secret or a hash. */
 export interface ClientView {
@@ -30,6 +34,12 @@ export interface ClientView {
   /** How its users sign in: `local` and/or identity provider names. */
   sign_in_methods: string[];
   enabled: boolean;
+  /** RFC 7591 §2: `none` for a public client (no secret, PKCE required), else `client_secret_basic` (`client_secret_post` accepted too). */
+  token_endpoint_auth_method: TokenEndpointAuthMethod;
+  /** Where RP-initiated logout may send the browser back to. */
+  post_logout_redirect_uris: string[];
+  /** What its ID tokens are signed with. */
+  id_token_signed_response_alg: IdTokenAlg;
   created_at: string;
   updated_at: string;
   previous_secret_expires_at: string | null;
@@ -45,6 +55,10 @@ export interface ClientUpdate {
   scopeDescriptions?: Record<string, string | null>;
   /** `local` and/or registered identity provider names. */
   signIn?: string[];
+  postLogoutRedirectUris?: string[];
+  idTokenSignedResponseAlg?: string;
+  /** Never changes: given at all, the update is refused (see update). */
+  tokenEndpointAuthMethod?: string;
 }
 
 /** What client:delete reports. */
@@ -67,8 +81,10 @@ export class ClientsService {
     @InjectDataSource() private readonly dataSource: DataSource,
   ) {}
 
-  /** Registers a client; the returned secret is the only copy there will ever be. */
-  async create(input: NewClientInput): Promise<CreatedClient> {
+  /** Registers a client; the returned secret (a confidential client's) is the only copy there will ever be. */
+  async create(input: NewClientInput & { tokenEndpointAuthMethod?: 'client_secret_basic' }): Promise<CreatedClient>;
+  async create(input: NewClientInput): Promise<RegisteredClient>;
+  async create(input: NewClientInput): Promise<RegisteredClient> {
     const [created] = await this.createAll([await this.checkNew(input)]);
     return created;
   }
@@ -84,14 +100,19 @@ export class ClientsService {
       scopes: input.scopes?.length ? input.scopes : grants.includes('client_credentials') ? [this.env.DEFAULT_CLIENT_SCOPE] : [],
       scopeDescriptions: input.scopeDescriptions ?? {},
       signIn: input.signIn?.length ? input.signIn : [LOCAL_SIGN_IN],
+      tokenEndpointAuthMethod: input.tokenEndpointAuthMethod ?? 'client_secret_basic',
+      postLogoutRedirectUris: input.postLogoutRedirectUris ?? [],
+      idTokenSignedResponseAlg: input.idTokenSignedResponseAlg ?? 'RS256',
     });
+    assertGrantsFitType(dto.tokenEndpointAuthMethod, dto.grants);
     await this.identityProviders.checkSignInMethods(dto.signIn);
     return dto;
   }
 
   /** Registers every client (checked by checkNew) in one transaction: all of them, or none. */
-  async createAll(clients: CreateClientDto[]): Promise<CreatedClient[]> {
-    const secrets = clients.map(() => generateClientSecret());
+  async createAll(clients: CreateClientDto[]): Promise<RegisteredClient[]> {
+    // A public client gets no secret at all (RFC 6749 §2.1: it could not keep one).
+    const secrets = clients.map((dto) => (dto.tokenEndpointAuthMethod === 'none' ? null : generateClientSecret()));
     const inserted = await this.dataSource.transaction((manager) =>
       this.clients.insertAll(
         manager,
@@ -104,14 +125,20 @@ export class ClientsService {
           scopeDescriptions: dto.scopeDescriptions,
           signIn: dto.signIn,
           enabled: true,
-          secretHash: hashClientSecret(secrets[index]),
+          tokenEndpointAuthMethod: dto.tokenEndpointAuthMethod,
+          postLogoutRedirectUris: dto.postLogoutRedirectUris,
+          idTokenSignedResponseAlg: dto.idTokenSignedResponseAlg,
+          secretHash: secrets[index] === null ? null : hashClientSecret(secrets[index]),
           previousSecretHash: null,
           previousSecretExpiresAt: null,
           deletedAt: null,
         })),
       ),
     );
-    return inserted.map((client, index) => ({ ...toView(client), client_secret: secrets[index] }));
+    return inserted.map((client, index) => {
+      const secret = secrets[index];
+      return secret === null ? toView(client) : { ...toView(client), client_secret: secret };
+    });
   }
 
   async list(): Promise<ClientView[]> {
@@ -123,8 +150,9 @@ export class ClientsService {
   }
 
   /** New secret now; the previous one keeps working for CLIENT_SECRET_OVERLAP seconds. */
-  async rotateSecret(id: string): Promise<ClientView & { client_secret: string }> {
+  async rotateSecret(id: string): Promise<CreatedClient> {
     const current = await this.require(id);
+    if (isPublicClient(current)) throw invalidInput('a public client has no secret to rotate (token_endpoint_auth_method none)');
     const secret = generateClientSecret();
     const client = await this.clients.update(id, {
       secretHash: hashClientSecret(secret),
@@ -148,9 +176,15 @@ export class ClientsService {
    */
   async update(id: string, update: ClientUpdate): Promise<ClientView> {
     const { scopeDescriptions, ...given } = Object.fromEntries(Object.entries(update).filter(([, value]) => value !== undefined)) as ClientUpdate;
-    if (Object.keys(given).length === 0 && !scopeDescriptions) throw invalidInput('nothing to change: give --name, --grant, --redirect, --scope, --scope-description or --sign-in');
+    if (given.tokenEndpointAuthMethod !== undefined) {
+      throw invalidInput('whether a client is public cannot change: register a new client instead');
+    }
+    if (Object.keys(given).length === 0 && !scopeDescriptions) {
+      throw invalidInput('nothing to change: give --name, --grant, --redirect, --scope, --scope-description, --sign-in, --post-logout-redirect or --id-token-alg');
+    }
     if (given.grants?.length === 0) throw invalidInput('a client needs at least one grant');
     const dto = await validateInput(CreateClientDto, given, { whitelist: true, forbidNonWhitelisted: true, skipMissingProperties: true });
+    if (given.grants) assertGrantsFitType((await this.require(id)).tokenEndpointAuthMethod, dto.grants);
     if (given.signIn) await this.identityProviders.checkSignInMethods(dto.signIn);
     const client = await this.clients.update(id, {
       ...(given.name !== undefined ? { name: dto.name } : {}),
@@ -158,6 +192,8 @@ export class ClientsService {
       ...(given.redirectPatterns ? { redirectPatterns: dto.redirectPatterns } : {}),
       ...(given.scopes ? { scopes: dto.scopes } : {}),
       ...(given.signIn ? { signIn: dto.signIn } : {}),
+      ...(given.postLogoutRedirectUris ? { postLogoutRedirectUris: dto.postLogoutRedirectUris } : {}),
+      ...(given.idTokenSignedResponseAlg !== undefined ? { idTokenSignedResponseAlg: dto.idTokenSignedResponseAlg } : {}),
       ...(scopeDescriptions || given.scopes ? { scopeDescriptions: await this.describedScopes(id, scopeDescriptions ?? {}, given.scopes) } : {}),
     });
     if (!client) throw notFound(`no client with id "${id}"`);
@@ -211,14 +247,40 @@ export class ClientsService {
     return 'refused' in checked ? null : checked.client;
   }
 
-  /** As `authenticate`, saying why a client is refused (a deleted client is unknown). */
-  async checkSecret(id: string, secret: string): Promise<{ client: ClientEntity } | { refused: 'unknown_client' | 'wrong_secret' | 'disabled_client' }> {
+  /**
+   * As `authenticate`, saying why a client is refused (a deleted client is unknown). A public
+   * client has no secret, so one sent for it is refused: it leaked from somewhere, or the caller
+   * mistakes the client for a confidential one.
+   */
+  async checkSecret(id: string, secret: string): Promise<{ client: ClientEntity } | { refused: 'unknown_client' | 'wrong_secret' | 'disabled_client' | 'public_client_sent_secret' }> {
     const client = await this.clients.findById(id);
     if (!client) return { refused: 'unknown_client' };
+    if (client.secretHash === null) return { refused: 'public_client_sent_secret' };
     const current = secretMatchesHash(secret, client.secretHash);
     const previous = client.previousSecretHash !== null && secretMatchesHash(secret, client.previousSecretHash) && this.clients.acceptsPreviousSecret(client);
     if (!current && !previous) return { refused: 'wrong_secret' };
     return client.enabled ? { client } : { refused: 'disabled_client' };
+  }
+
+  /**
+   * The public client `id` when it exists and is enabled, for a request that names it with
+   * `client_id` alone (token_endpoint_auth_method `none`); why not, otherwise. A confidential client
+   * named so is `confidential_client`: it must send its secret.
+   */
+  async checkPublic(id: string): Promise<{ client: ClientEntity } | { refused: 'unknown_client' | 'confidential_client' | 'disabled_client' }> {
+    const client = await this.clients.findById(id);
+    if (!client) return { refused: 'unknown_client' };
+    if (!isPublicClient(client)) return { refused: 'confidential_client' };
+    return client.enabled ? { client } : { refused: 'disabled_client' };
+  }
+
+  /**
+   * Whether RP-initiated logout may send the browser to `url` for this client: one of its
+   * `post_logout_redirect_uris`, exactly, after both are parsed and serialised as URLs (scheme and
+   * host lowercase, default port dropped, an empty path is `/`); a malformed `url` is never allowed.
+   */
+  isPostLogoutRedirectAllowed(client: ClientEntity, url: string): boolean {
+    return isPostLogoutRedirectRegistered(url, client.postLogoutRedirectUris);
   }
 
   private async require(id: string): Promise<ClientEntity> {
@@ -238,8 +300,18 @@ function toView(client: ClientEntity): ClientView {
     scope_descriptions: client.scopeDescriptions,
     sign_in_methods: client.signIn,
     enabled: client.enabled,
+    token_endpoint_auth_method: client.tokenEndpointAuthMethod,
+    post_logout_redirect_uris: client.postLogoutRedirectUris,
+    id_token_signed_response_alg: client.idTokenSignedResponseAlg,
     created_at: client.createdAt.toISOString(),
     updated_at: client.updatedAt.toISOString(),
     previous_secret_expires_at: client.previousSecretExpiresAt?.toISOString() ?? null,
   };
+}
+
+/** client_credentials authenticates the client itself, which a public client cannot do. */
+function assertGrantsFitType(method: TokenEndpointAuthMethod, grants: readonly string[]): void {
+  if (method === 'none' && grants.includes('client_credentials')) {
+    throw invalidInput('a public client cannot use client_credentials: that grant authenticates the client itself, and a public client has no secret');
+  }
 }

@@ -21,13 +21,13 @@ export class HelperController {
   @ApiOperation({ summary: 'Helper configuration: where to send the user, where to poll for the code, where to exchange it' })
   @ApiParam({ name: 'client_id', description: 'a registered, enabled client with the authorization_code grant' })
   @ApiQuery({ name: 'redirect_url', required: false, description: "the device's own callback; must match a registered pattern. Without it the device polls code_url" })
-  @ApiQuery({ name: 'code_challenge', required: false, description: 'RFC 7636 S256 challenge (43 base64url characters)' })
+  @ApiQuery({ name: 'code_challenge', required: false, description: 'RFC 7636 S256 challenge (43 base64url characters); required for a public client' })
   @ApiQuery({ name: 'code_challenge_method', required: false, enum: ['S256'], description: 'required with code_challenge' })
   @ApiOkResponse({ type: HelperConfigDto, headers: NO_STORE_HEADERS })
   @ApiOAuthErrorResponse(404, '`invalid_client`: unknown or disabled client')
   @ApiOAuthErrorResponse(
     400,
-    '`invalid_request`: redirect_url not registered for the client or malformed, PKCE parameters malformed (a method other than S256, a method without a challenge), a repeated parameter or a NUL character; `unauthorized_client`: the client is not registered for authorization_code',
+    '`invalid_request`: redirect_url not registered for the client or malformed, PKCE parameters malformed (a method other than S256, a method without a challenge) or missing for a public client, a repeated parameter or a NUL character; `unauthorized_client`: the client is not registered for authorization_code',
   )
   @ApiOAuthUnavailableResponse()
   config(@Param('client_id') clientId: string, @Query() query: Record<string, unknown>) {

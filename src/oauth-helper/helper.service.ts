@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import type { ClientEntity } from '../clients/client.entity.js';
+import { type ClientEntity, isPublicClient } from '../clients/client.entity.js';
 import { ClientsService } from '../clients/clients.service.js';
 import { InvalidRedirectUrl, isRedirectAllowed, parseRedirectUrl } from '../clients/redirect-pattern.js';
 import type { AnswerDeadline } from '../common/http/request-deadlines.js';
@@ -50,6 +50,8 @@ export class HelperService {
     if (!client.grants.includes('authorization_code')) throw new OAuthError('unauthorized_client', 'this client may not use authorization_code');
     const redirectUrl = allowedRedirectUrl(client, params.get('redirect_url'));
     const codeChallenge = pkceChallenge(params.get('code_challenge'), params.get('code_challenge_method'));
+    // Its code could not be redeemed without one (AuthorizationCodeGrant): refused before anything is issued.
+    if (!codeChallenge && isPublicClient(client)) throw invalidRequest('a public client must send a code_challenge (PKCE, code_challenge_method S256)');
     const state = await this.states.issue({ clientId: client.id, redirectUrl, codeChallenge });
 
     const authorize = new URL(`${this.env.frontendUrl}/sso/authorize`);

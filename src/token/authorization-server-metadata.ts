@@ -5,10 +5,10 @@ import type { AuthorizationServerMetadataDto } from './dto/authorization-server-
 /** Both metadata documents may be kept for five minutes. */
 export const METADATA_CACHE_CONTROL = 'public, max-age=300';
 
-/** How clients authenticate at the token endpoint: Basic or form credentials, or none for a public client (PKCE instead). */
-const TOKEN_ENDPOINT_AUTH_METHODS = ['client_secret_basic', 'client_secret_post', 'none'];
-/** Introspection and revocation take a confidential client's credentials. */
-const CLIENT_AUTH_METHODS = ['client_secret_basic', 'client_secret_post'];
+/** A confidential client's credentials: HTTP Basic or the form. */
+const SECRET_METHODS = ['client_secret_basic', 'client_secret_post'];
+/** A public client names itself with client_id alone (`none`, PKCE instead), except to introspect (RFC 7662 §2.1). */
+const ANY_CLIENT_METHODS = [...SECRET_METHODS, 'none'];
 
 /**
  * The one description of this authorization server: RFC 8414 serves it as it is, OpenID Connect
@@ -27,9 +27,9 @@ export function authorizationServerMetadata(env: Env): AuthorizationServerMetada
     response_types_supported: ['code'],
     response_modes_supported: ['query'],
     grant_types_supported: ['authorization_code', 'refresh_token', DEVICE_CODE_GRANT],
-    token_endpoint_auth_methods_supported: TOKEN_ENDPOINT_AUTH_METHODS,
-    introspection_endpoint_auth_methods_supported: CLIENT_AUTH_METHODS,
-    revocation_endpoint_auth_methods_supported: CLIENT_AUTH_METHODS,
+    token_endpoint_auth_methods_supported: ANY_CLIENT_METHODS,
+    introspection_endpoint_auth_methods_supported: SECRET_METHODS,
+    revocation_endpoint_auth_methods_supported: ANY_CLIENT_METHODS,
     code_challenge_methods_supported: ['S256'],
     service_documentation: `${env.apiUrl}/docs`,
   };

@@ -35,7 +35,7 @@ export class TokenInspectionService {
 
   async introspect(body: unknown, authorization: string | undefined, contentType: string | undefined, requester: Requester): Promise<object> {
     const params = readFormBody(contentType, body);
-    const client = await this.clientAuthentication.authenticate(authorization, params, requester);
+    const client = await this.clientAuthentication.authenticateConfidential(authorization, params, requester);
     const token = await this.identify(requireParam(params, 'token'));
     if (!token || (await this.isInactive(token, client.id))) return INACTIVE;
     if (token.kind === 'access') {

@@ -22,12 +22,15 @@ const CLIENT_VIEW_KEYS = [
   'created_at',
   'enabled',
   'grants',
+  'id_token_signed_response_alg',
   'name',
+  'post_logout_redirect_uris',
   'previous_secret_expires_at',
   'redirect_patterns',
   'scope_descriptions',
   'scopes',
   'sign_in_methods',
+  'token_endpoint_auth_method',
   'updated_at',
 ].sort();
 
@@ -123,6 +126,9 @@ describe('client:create', () => {
       previous_secret_expires_at: null,
       scope_descriptions: {},
       sign_in_methods: ['local'],
+      token_endpoint_auth_method: 'client_secret_basic',
+      post_logout_redirect_uris: [],
+      id_token_signed_response_alg: 'RS256',
     });
     expect(alpha.client_id.length).toBeGreaterThan(0);
     expect(alphaRun.stderr).not.toContain(alpha.client_secret);
@@ -143,6 +149,9 @@ describe('client:create', () => {
       previous_secret_expires_at: null,
       scope_descriptions: {},
       sign_in_methods: ['local'],
+      token_endpoint_auth_method: 'client_secret_basic',
+      post_logout_redirect_uris: [],
+      id_token_signed_response_alg: 'RS256',
     });
     expect(beta.client_id).not.toBe(alpha.client_id);
     expect(beta.client_secret).not.toBe(alpha.client_secret);

@@ -21,9 +21,9 @@ const tables = async (url: string) =>
 
 const hasColumn = async (url: string, table: string, column: string) =>
   (await query(url, `SELECT 1 FROM information_schema.columns WHERE table_name = $1 AND column_name = $2`, [table, column])).length === 1;
-/** The last migration adds the browser sessions; the one before it, what a standard authorization request's code carries. */
-const hasLast = (url: string) => hasColumn(url, 'browser_sessions', 'sid');
-const hasOneBeforeLast = (url: string) => hasColumn(url, 'authorization_codes', 'request');
+/** The last migration adds the grants' sign-in (auth_time, sid) for ID tokens; the one before it, the browser sessions. */
+const hasLast = (url: string) => hasColumn(url, 'grants', 'auth_time');
+const hasOneBeforeLast = (url: string) => hasColumn(url, 'browser_sessions', 'sid');
 
 describe('the migration commands of the README', () => {
   let url: string;

@@ -236,11 +236,12 @@ describe('token introspection and revocation', () => {
   });
 
   describe('GET /.well-known/oauth-authorization-server', () => {
-    it('lists issuer, endpoints (the device authorization endpoint of RFC 8628 too), JWKS, grant types, both client authentication methods (and none for public clients at the token endpoint) and S256 (RFC 8414)', async () => {
+    it('lists issuer, endpoints (the device authorization endpoint of RFC 8628 too), JWKS, grant types, both client authentication methods (and none for public clients but at introspection) and S256 (RFC 8414)', async () => {
       const response = await fetch(`${app.baseUrl}/.well-known/oauth-authorization-server`);
       expect(response.status).toBe(200);
       expect(response.headers.get('content-type')).toBe('application/json; charset=utf-8');
       const authMethods = ['client_secret_basic', 'client_secret_post'];
+      const anyClient = [...authMethods, 'none'];
       expect(await response.json()).toEqual({
         issuer: app.baseUrl,
         authorization_endpoint: `${app.baseUrl}/sso/authorize`,
@@ -252,9 +253,9 @@ describe('token introspection and revocation', () => {
         response_types_supported: ['code'],
         response_modes_supported: ['query'],
         grant_types_supported: ['authorization_code', 'refresh_token', 'urn:ietf:params:oauth:grant-type:device_code'],
-        token_endpoint_auth_methods_supported: [...authMethods, 'none'],
+        token_endpoint_auth_methods_supported: anyClient,
         introspection_endpoint_auth_methods_supported: authMethods,
-        revocation_endpoint_auth_methods_supported: authMethods,
+        revocation_endpoint_auth_methods_supported: anyClient,
         code_challenge_methods_supported: ['S256'],
         service_documentation: `${app.baseUrl}/docs`,
       });

@@ -24,9 +24,9 @@ import type { FuzzRequest } from './support/requests.js';
 const CONFIG = 'POST /external/oauth2helper/config/:client_id';
 const POLL = 'GET /external/oauth2helper/code/get/:client_id';
 
-/** The client_id path segment: real clients (helper, client-credentials only, disabled, foreign) and hostile text, percent-encoded or not. */
+/** The client_id path segment: real clients (helper, client-credentials only, disabled, foreign, public) and hostile text, percent-encoded or not. */
 const clientIdSegment = fc.oneof(
-  { weight: 6, arbitrary: fieldValue('{{client_id}}', '{{cc_client_id}}', '{{disabled_client_id}}', '{{other_client_id}}').map(pct) },
+  { weight: 6, arbitrary: fieldValue('{{client_id}}', '{{cc_client_id}}', '{{disabled_client_id}}', '{{other_client_id}}', '{{public_client_id}}').map(pct) },
   { weight: 1, arbitrary: fc.tuple(fc.constantFrom('{{client_id}}', ''), badPercent).map(([id, bad]) => `${id}${bad}`) },
   { weight: 1, arbitrary: fc.uuid() },
   { weight: 1, arbitrary: fc.webSegment() },

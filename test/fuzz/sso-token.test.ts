@@ -26,7 +26,7 @@ import type { FuzzRequest, HeaderValue } from './support/requests.js';
  * /sso/introspect, /sso/revoke and the client-credentials /public/api/oauth2/token.
  */
 
-const CLIENT_IDS = ['{{client_id}}', '{{other_client_id}}', '{{cc_client_id}}', '{{publisher_id}}', '{{disabled_client_id}}', '{{device_client_id}}'];
+const CLIENT_IDS = ['{{client_id}}', '{{other_client_id}}', '{{cc_client_id}}', '{{publisher_id}}', '{{disabled_client_id}}', '{{device_client_id}}', '{{public_client_id}}'];
 const SECRETS = ['{{client_secret}}', '{{other_client_secret}}', '{{cc_client_secret}}', '{{publisher_secret}}', '{{device_client_secret}}'];
 const BASIC: [string, string][] = [
   ['{{client_id}}', '{{client_secret}}'],
@@ -35,6 +35,8 @@ const BASIC: [string, string][] = [
   ['{{publisher_id}}', '{{publisher_secret}}'],
   ['{{client_id}}', '{{other_client_secret}}'],
   ['{{device_client_id}}', '{{device_client_secret}}'],
+  // A public client has no secret: any Basic credentials for it are refused.
+  ['{{public_client_id}}', '{{client_secret}}'],
 ];
 const TOKENS = ['{{access_token}}', '{{refresh_token}}', '{{publish_token}}', '{{subscribe_token}}', '{{forged_publish_token}}'];
 
@@ -60,7 +62,7 @@ const ssoToken = tokenRequest(
   '/sso/token',
   {
     grant_type: fieldValue('authorization_code', 'refresh_token', 'client_credentials', DEVICE_GRANT, 'device_code', 'password', 'implicit'),
-    code: fieldValue('{{code}}'),
+    code: fieldValue('{{code}}', '{{public_code}}'),
     refresh_token: fieldValue('{{refresh_token}}', '{{access_token}}'),
     scope: fieldValue('openid', 'notification:subscribe', 'openid openid', ' '),
     code_verifier: fieldValue('{{code_verifier}}', 'a'.repeat(43)),
@@ -73,6 +75,8 @@ const ssoToken = tokenRequest(
     [['grant_type', 'authorization_code'], ['code', '{{code}}'], ['client_id', '{{client_id}}'], ['client_secret', '{{client_secret}}']],
     [['grant_type', 'refresh_token'], ['refresh_token', '{{refresh_token}}'], ['client_id', '{{client_id}}'], ['client_secret', '{{client_secret}}']],
     [['grant_type', 'authorization_code'], ['code', '{{code}}'], ['code_verifier', '{{code_verifier}}'], ['redirect_uri', '{{redirect_url}}'], ['scope', 'openid']],
+    // A public client: client_id alone, its PKCE-bound code and the verifier.
+    [['grant_type', 'authorization_code'], ['code', '{{public_code}}'], ['code_verifier', '{{code_verifier}}'], ['client_id', '{{public_client_id}}']],
     [['grant_type', DEVICE_GRANT], ['device_code', '{{device_code}}'], ['client_id', '{{device_client_id}}'], ['client_secret', '{{device_client_secret}}']],
     [['grant_type', DEVICE_GRANT], ['device_code', '{{approved_device_code}}'], ['client_id', '{{device_client_id}}'], ['client_secret', '{{device_client_secret}}']],
   ],
@@ -87,6 +91,8 @@ const inspectionValid: [string, string][][] = [
   [['token', '{{access_token}}'], ['token_type_hint', 'access_token'], ['client_id', '{{client_id}}'], ['client_secret', '{{client_secret}}']],
   [['token', '{{refresh_token}}'], ['token_type_hint', 'refresh_token'], ['client_id', '{{client_id}}'], ['client_secret', '{{client_secret}}']],
   [['token', '{{access_token}}'], ['client_id', '{{other_client_id}}'], ['client_secret', '{{other_client_secret}}']],
+  // A public client: refused at introspection, another client's token at revocation.
+  [['token', '{{access_token}}'], ['client_id', '{{public_client_id}}']],
 ];
 const introspect = tokenRequest('POST /sso/introspect', '/sso/introspect', inspectionFields, inspectionValid);
 const revoke = tokenRequest('POST /sso/revoke', '/sso/revoke', inspectionFields, inspectionValid);
@@ -144,6 +150,7 @@ function examples(route: string, valid: [string, string][]): FuzzRequest[] {
   ];
 }
 const SSO_VALID: [string, string][] = [['grant_type', 'authorization_code'], ['code', '{{code}}'], ['client_id', '{{client_id}}'], ['client_secret', '{{client_secret}}']];
+const PUBLIC_VALID: [string, string][] = [['grant_type', 'authorization_code'], ['code', '{{public_code}}'], ['code_verifier', '{{code_verifier}}'], ['client_id', '{{public_client_id}}']];
 const DEVICE_VALID: [string, string][] = [['grant_type', DEVICE_GRANT], ['device_code', '{{approved_device_code}}'], ['client_id', '{{device_client_id}}'], ['client_secret', '{{device_client_secret}}']];
 /** The device grant's polls, one of each kind of device code: pending, just polled, approved, denied, another client's, used, unknown. */
 const DEVICE_POLLS: FuzzRequest[] = ['{{device_code}}', '{{polled_device_code}}', '{{approved_device_code}}', '{{denied_device_code}}', '{{foreign_device_code}}', '{{used_device_code}}', 'no-such-device-code'].map((code) => ({
@@ -160,7 +167,7 @@ const CC_VALID: [string, string][] = [['grant_type', 'client_credentials'], ['sc
 describe('fuzz: token endpoints', () => {
   const fuzz = fuzzFile('sso-token');
 
-  it('answers any /sso/token request below 500, in time, storing nothing when it refuses', () => fuzz.checkRequests(ssoToken, { examples: [...examples('POST /sso/token', SSO_VALID), ...examples('POST /sso/token', DEVICE_VALID), ...DEVICE_POLLS] }), TEST_TIMEOUT_MS);
+  it('answers any /sso/token request below 500, in time, storing nothing when it refuses', () => fuzz.checkRequests(ssoToken, { examples: [...examples('POST /sso/token', SSO_VALID), ...examples('POST /sso/token', PUBLIC_VALID), ...examples('POST /sso/token', DEVICE_VALID), ...DEVICE_POLLS] }), TEST_TIMEOUT_MS);
 
   it('answers any introspection request below 500, in time, storing nothing when it refuses', () => fuzz.checkRequests(introspect, { examples: examples('POST /sso/introspect', INSPECTION_VALID) }), TEST_TIMEOUT_MS);
 

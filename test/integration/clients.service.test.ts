@@ -90,6 +90,19 @@ describe('ClientsService', () => {
     await expect(call('no-such-client')).rejects.toMatchObject({ name: 'AppError', code: 'not_found' });
   });
 
+  it('isPostLogoutRedirectAllowed: a registered URL of this client, after an update too, and nothing else', async () => {
+    const { client_id } = await clients.create({ name: 'Logout page', postLogoutRedirectUris: ['https://portal.example/bye', 'http://127.0.0.1:3000/'] });
+    const other = await clients.create({ name: 'Other logout page', postLogoutRedirectUris: ['https://other.example/bye'] });
+    const allowed = async (id: string, url: string) => clients.isPostLogoutRedirectAllowed((await clients.find(id))!, url);
+    expect(await allowed(client_id, 'https://PORTAL.example:443/bye')).toBe(true);
+    expect(await allowed(client_id, 'http://127.0.0.1:3000')).toBe(true);
+    expect(await allowed(client_id, 'https://other.example/bye')).toBe(false);
+    expect(await allowed(other.client_id, 'https://portal.example/bye')).toBe(false);
+    await clients.update(client_id, { postLogoutRedirectUris: ['https://portal.example/signed-out'] });
+    expect(await allowed(client_id, 'https://portal.example/bye')).toBe(false);
+    expect(await allowed(client_id, 'https://portal.example/signed-out')).toBe(true);
+  });
+
   it('authenticates the right secret only', async () => {
     const { client_id, client_secret } = await clients.create({ name: 'Authenticated' });
     expect(await clients.authenticate(client_id, client_secret)).toMatchObject({ id: client_id, name: 'Authenticated' });

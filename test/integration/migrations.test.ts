@@ -67,6 +67,24 @@ describe('migrations', () => {
     expect(await tables(url)).toEqual(SCHEMA_TABLES);
   });
 
+  it('undo the OpenID client settings with a public client registered: it gets the empty hash no secret matches, and is disabled', async () => {
+    const url = await createTestDatabase();
+    const dataSource = await open(url);
+    await runMigrations(dataSource);
+    await query(url, `INSERT INTO clients (id, name, grants, secret_hash, token_endpoint_auth_method) VALUES ('phone', 'Phone', '{authorization_code}', NULL, 'none')`);
+    await expect(query(url, `INSERT INTO clients (id, name, grants, secret_hash, token_endpoint_auth_method) VALUES ('half', 'Half', '{}', '\\x00', 'none')`)).rejects.toThrow(
+      /clients_public_has_no_secret/,
+    );
+    // Down to just before it, whatever came after it.
+    const hasSettings = async () => (await query(url, `SELECT 1 FROM information_schema.columns WHERE table_name = 'clients' AND column_name = 'token_endpoint_auth_method'`)).length > 0;
+    while (await hasSettings()) await dataSource.undoLastMigration();
+    expect(await query(url, `SELECT secret_hash, enabled FROM clients WHERE id = 'phone'`)).toEqual([{ secret_hash: Buffer.alloc(0), enabled: false }]);
+    await runMigrations(dataSource);
+    expect(await query(url, `SELECT token_endpoint_auth_method, secret_hash FROM clients WHERE id = 'phone'`)).toEqual([
+      { token_endpoint_auth_method: 'client_secret_basic', secret_hash: Buffer.alloc(0) },
+    ]);
+  });
+
   it('apply once when two instances migrate a fresh database at the same time', async () => {
     const url = await createTestDatabase();
     const [first, second] = await Promise.all([open(url), open(url)]);

@@ -4,7 +4,7 @@ import { optionsFromRecord } from '../../common/cli/options-from-record.js';
 import { collect, printJson } from '../../common/cli/output.js';
 import { AppError, conflict, invalidInput } from '../../common/errors/app-error.js';
 import { LOCAL_SIGN_IN } from '../../identity-providers/identity-provider.entity.js';
-import { DEVICE_CODE_GRANT, resolveGrantAlias } from '../client.entity.js';
+import { DEVICE_CODE_GRANT, ID_TOKEN_ALGS, resolveGrantAlias } from '../client.entity.js';
 import { ClientsService, DEFAULT_GRANTS, type NewClientInput } from '../clients.service.js';
 import type { CreateClientDto } from '../dto/create-client.dto.js';
 import { SCOPE_DESCRIPTION_FLAGS, scopeDescriptionsOption } from './scope-description-option.js';
@@ -16,12 +16,15 @@ interface Options {
   scope?: string[];
   scopeDescription?: string[];
   signIn?: string[];
+  public?: boolean;
+  postLogoutRedirect?: string[];
+  idTokenAlg?: string;
   file?: string;
 }
 
 @Command({
   name: 'client:create',
-  description: 'register a client, or with --file one per JSON line, and print its secret (shown only this once)',
+  description: 'register a client, or with --file one per JSON line, and print its secret (shown only this once; a --public client has none)',
 })
 export class ClientCreateCommand extends CommandRunner {
   constructor(private readonly clients: ClientsService) {
@@ -101,6 +104,21 @@ export class ClientCreateCommand extends CommandRunner {
     return collect(value, previous);
   }
 
+  @Option({ flags: '--public', description: 'a public client (an app on a phone or in a browser): no secret, it names itself with client_id and must use PKCE' })
+  parsePublic() {
+    return true;
+  }
+
+  @Option({ flags: '--post-logout-redirect <url>', description: 'where logout may send the browser back to: an exact https URL (http only on loopback), repeatable' })
+  parsePostLogoutRedirect(value: string, previous?: string[]) {
+    return collect(value, previous);
+  }
+
+  @Option({ flags: '--id-token-alg <alg>', description: `what its ID tokens are signed with: ${ID_TOKEN_ALGS.join(' or ')} (default: RS256)` })
+  parseIdTokenAlg(value: string) {
+    return value;
+  }
+
   @Option({
     flags: '--file <path>',
     description: 'many clients, one JSON object per line with the options as fields ({"name": "…", "grant": ["…"]}); - reads stdin',
@@ -118,4 +136,7 @@ const toInput = (options: Options): NewClientInput => ({
   scopes: options.scope,
   scopeDescriptions: scopeDescriptionsOption(options.scopeDescription),
   signIn: options.signIn,
+  tokenEndpointAuthMethod: options.public ? 'none' : undefined,
+  postLogoutRedirectUris: options.postLogoutRedirect,
+  idTokenSignedResponseAlg: options.idTokenAlg as never,
 });

@@ -15,7 +15,9 @@ export class ClientListCommand extends CommandRunner {
     const clients = await this.clients.list();
     // Only when some client signs in through a provider: a column of "local" on every row would say nothing, and cut the names short.
     const throughProviders = clients.some((client) => client.sign_in_methods.some((method) => method !== LOCAL_SIGN_IN));
-    printJson(clients, throughProviders ? [...LIST_COLUMNS, 'sign_in_methods'] : LIST_COLUMNS);
+    // Likewise, which clients are public only once one is.
+    const somePublic = clients.some((client) => client.token_endpoint_auth_method === 'none');
+    printJson(clients, [...LIST_COLUMNS, ...(throughProviders ? ['sign_in_methods'] : []), ...(somePublic ? ['token_endpoint_auth_method'] : [])]);
   }
 }
 

@@ -2,7 +2,7 @@ import { Command, CommandRunner, Option } from 'nest-commander';
 import { collect, printJson } from '../../common/cli/output.js';
 import { invalidInput } from '../../common/errors/app-error.js';
 import { LOCAL_SIGN_IN } from '../../identity-providers/identity-provider.entity.js';
-import { DEVICE_CODE_GRANT, resolveGrantAlias } from '../client.entity.js';
+import { DEVICE_CODE_GRANT, ID_TOKEN_ALGS, resolveGrantAlias } from '../client.entity.js';
 import { ClientsService } from '../clients.service.js';
 import { SCOPE_DESCRIPTION_FLAGS, scopeDescriptionsOption } from './scope-description-option.js';
 
@@ -13,14 +13,18 @@ interface Options {
   scope?: string[];
   scopeDescription?: string[];
   signIn?: string[];
+  postLogoutRedirect?: string[];
+  idTokenAlg?: string;
+  public?: boolean;
   clearRedirects?: boolean;
   clearScopes?: boolean;
+  clearPostLogoutRedirects?: boolean;
 }
 
 @Command({
   name: 'client:update',
   arguments: '<id>',
-  description: 'change a client: a list given (--grant, --redirect, --scope, --sign-in) replaces the stored one; what is taken away is refused at once',
+  description: 'change a client: a list given (--grant, --redirect, --scope, --sign-in, --post-logout-redirect) replaces the stored one; what is taken away is refused at once',
 })
 export class ClientUpdateCommand extends CommandRunner {
   constructor(private readonly clients: ClientsService) {
@@ -36,6 +40,9 @@ export class ClientUpdateCommand extends CommandRunner {
         scopes: listOrCleared(options.scope, options.clearScopes, 'scope'),
         scopeDescriptions: scopeDescriptionsOption(options.scopeDescription, true),
         signIn: options.signIn,
+        postLogoutRedirectUris: listOrCleared(options.postLogoutRedirect, options.clearPostLogoutRedirects, 'post-logout-redirect'),
+        idTokenSignedResponseAlg: options.idTokenAlg,
+        tokenEndpointAuthMethod: options.public ? 'none' : undefined,
       }),
     );
   }
@@ -73,6 +80,21 @@ export class ClientUpdateCommand extends CommandRunner {
     return collect(value, previous);
   }
 
+  @Option({ flags: '--post-logout-redirect <url>', description: 'where logout may send the browser back to: an exact https URL (http only on loopback), repeatable; replaces the URLs' })
+  parsePostLogoutRedirect(value: string, previous?: string[]) {
+    return collect(value, previous);
+  }
+
+  @Option({ flags: '--id-token-alg <alg>', description: `what its ID tokens are signed with: ${ID_TOKEN_ALGS.join(' or ')}` })
+  parseIdTokenAlg(value: string) {
+    return value;
+  }
+
+  @Option({ flags: '--public', description: 'refused: whether a client is public is fixed when it is created (register a new client instead)' })
+  parsePublic() {
+    return true;
+  }
+
   @Option({ flags: '--clear-redirects', description: 'remove every redirect pattern' })
   parseClearRedirects() {
     return true;
@@ -80,6 +102,11 @@ export class ClientUpdateCommand extends CommandRunner {
 
   @Option({ flags: '--clear-scopes', description: 'remove every scope' })
   parseClearScopes() {
+    return true;
+  }
+
+  @Option({ flags: '--clear-post-logout-redirects', description: 'remove every post-logout redirect URL' })
+  parseClearPostLogoutRedirects() {
     return true;
   }
 }

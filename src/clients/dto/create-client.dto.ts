@@ -1,6 +1,7 @@
 import { ArrayMinSize, ArrayUnique, IsArray, IsIn, IsString, Matches, MaxLength, MinLength } from 'class-validator';
 import { PlainText } from '../../common/validation/storable-text.js';
-import { GRANT_TYPES, type GrantType } from '../client.entity.js';
+import { GRANT_TYPES, type GrantType, ID_TOKEN_ALGS, type IdTokenAlg, TOKEN_ENDPOINT_AUTH_METHODS, type TokenEndpointAuthMethod } from '../client.entity.js';
+import { IsPostLogoutRedirect } from '../is-post-logout-redirect.decorator.js';
 import { IsRedirectPattern } from '../is-redirect-pattern.decorator.js';
 import { IsScopeDescriptions } from '../is-scope-descriptions.decorator.js';
 
@@ -40,4 +41,18 @@ export class CreateClientDto {
   /** What the approval page shows for a scope instead of its name (`client:create --scope-description SCOPE=TEXT`). */
   @IsScopeDescriptions()
   scopeDescriptions: Record<string, string>;
+
+  /** `none` for a public client (`client:create --public`): no secret, PKCE required. */
+  @IsIn(TOKEN_ENDPOINT_AUTH_METHODS, { message: `token_endpoint_auth_method must be one of: ${TOKEN_ENDPOINT_AUTH_METHODS.join(', ')}` })
+  tokenEndpointAuthMethod: TokenEndpointAuthMethod;
+
+  /** Where RP-initiated logout may send the browser (`client:create --post-logout-redirect URL`). */
+  @IsArray()
+  @ArrayUnique({ message: 'each --post-logout-redirect may be given once' })
+  @IsPostLogoutRedirect({ each: true })
+  postLogoutRedirectUris: string[];
+
+  /** What its ID tokens are signed with (`client:create --id-token-alg`). */
+  @IsIn(ID_TOKEN_ALGS, { message: `the ID token algorithm (--id-token-alg) must be one of: ${ID_TOKEN_ALGS.join(', ')}` })
+  idTokenSignedResponseAlg: IdTokenAlg;
 }

@@ -18,7 +18,7 @@ export interface SecurityEventFields {
     | { reason: 'code_replayed'; clientId: string; userId: null; grantId: null; grantRevoked: false; provider: string; relayedTokensForgotten: number };
   'grant.revoked': { reason: 'revoked_by_client'; clientId: string; userId: string; grantId: string };
   'device.denied': { reason: 'user_denied'; clientId: string; userId: string | null };
-  'client.refused': { reason: 'unknown_client' | 'wrong_secret' | 'disabled_client'; clientId: string };
+  'client.refused': { reason: 'unknown_client' | 'wrong_secret' | 'disabled_client' | 'public_client_sent_secret' | 'public_client_not_allowed'; clientId: string };
   'key.revoked': ByOperator & { kid: string; alreadyRevoked: boolean; replacedBy: string | null };
   'user.disabled': ByOperator & { username: string; userId: string; revokedGrants: number };
   'user.enabled': ByOperator & { username: string; userId: string };

@@ -38,7 +38,7 @@ export class AuthorizationServerMetadataDto {
   @ApiProperty({ type: [String], example: ['client_secret_basic', 'client_secret_post'] })
   introspection_endpoint_auth_methods_supported: string[];
 
-  @ApiProperty({ type: [String], example: ['client_secret_basic', 'client_secret_post'] })
+  @ApiProperty({ type: [String], example: ['client_secret_basic', 'client_secret_post', 'none'] })
   revocation_endpoint_auth_methods_supported: string[];
 
   @ApiProperty({ type: [String], example: ['S256'] })

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
-import type { ClientEntity } from '../../clients/client.entity.js';
+import { type ClientEntity, isPublicClient } from '../../clients/client.entity.js';
 import { sha256 } from '../../common/crypto/opaque-token.js';
 import type { AnswerDeadline } from '../../common/http/request-deadlines.js';
 import type { Requester } from '../../common/http/requester.js';
@@ -41,8 +41,11 @@ export class AuthorizationCodeGrant implements GrantHandler<UserTokenResponse | 
     const verifier = params.get('code_verifier');
     const redirectUri = params.get('redirect_uri');
     const grantScope = formatScope(scope);
+    // A public client's code is bound by PKCE alone (RFC 9700 §2.1.1): without a verifier it is
+    // never redeemed, and the locked path below says why.
+    const pkceRequired = isPublicClient(client);
 
-    if (verifier === undefined || isVerifier(verifier)) {
+    if (verifier === undefined ? !pkceRequired : isVerifier(verifier)) {
       const grantId = randomUUID();
       const refreshToken = this.tokens.newRefreshToken();
       // Whatever can fail is done before the code is spent: a failure here leaves it redeemable.
@@ -96,7 +99,7 @@ export class AuthorizationCodeGrant implements GrantHandler<UserTokenResponse | 
         await this.codes.markConsumed(manager, codeHash, null);
         return invalidGrant('the authorization code has expired');
       }
-      const problem = checkBinding(code, verifier, redirectUri);
+      const problem = checkBinding(code, verifier, redirectUri, pkceRequired);
       if (problem) {
         await this.codes.markConsumed(manager, codeHash, null);
         return invalidGrant(problem);
@@ -117,9 +120,15 @@ export class AuthorizationCodeGrant implements GrantHandler<UserTokenResponse | 
 const granted = (request: CodeRequest | null, tokenRequestScope: string | null): { scope: string | null; flow: GrantFlow } =>
   request ? { scope: request.scope, flow: 'code' } : { scope: tokenRequestScope, flow: 'helper' };
 
-/** PKCE (a challenge demands a matching verifier; no challenge refuses one) and the redirect URL. */
-function checkBinding(code: { code_challenge: string | null; redirect_url: string | null; request: CodeRequest | null }, verifier?: string, redirectUri?: string): string | null {
+/** PKCE (a challenge demands a matching verifier; no challenge refuses one, and a public client's code) and the redirect URL. */
+function checkBinding(
+  code: { code_challenge: string | null; redirect_url: string | null; request: CodeRequest | null },
+  verifier: string | undefined,
+  redirectUri: string | undefined,
+  pkceRequired: boolean,
+): string | null {
   if (code.request && redirectUri === undefined) return 'redirect_uri is required: the authorization request had one';
+  if (pkceRequired && !code.code_challenge) return 'a public client must use PKCE: this code was requested without a code_challenge';
   if (code.code_challenge && !verifier) return 'code_verifier is required for this code';
   if (code.code_challenge && !verifierMatches(verifier!, code.code_challenge)) return 'code_verifier does not match the code challenge';
   if (!code.code_challenge && verifier) return 'code_verifier was sent but the authorization request had no code_challenge';

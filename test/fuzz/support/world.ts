@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { ClientsService } from '../../../src/clients/clients.service.js';
 import { DEVICE_GRANT, type DeviceAuthorization, pollDeviceToken, startDeviceAuthorization, VerificationPage, verifyDevice } from '../../factories/device-flow.factory.js';
 import { clientToken, PUBLISH_SCOPE, publish, validNotification } from '../../factories/notification.factory.js';
-import { createClient, createUser, type TestClient } from '../../factories/oauth.factory.js';
+import { createClient, createPublicClient, createUser, type TestClient } from '../../factories/oauth.factory.js';
 import { flipSignatureByte, issueState } from '../../factories/state.factory.js';
 import { openStream } from '../../factories/stream.factory.js';
 import {
@@ -49,6 +49,8 @@ export class World {
     readonly otherDevice: TestClient,
     /** A helper client allowed the OpenID Connect scopes: its users' tokens open userinfo. */
     readonly oidc: TestClient,
+    /** A public client (no secret, PKCE required) with the helper's grants and pattern. */
+    readonly publicClient: { id: string },
   ) {}
 
   static async start(vars: Record<string, string> = {}): Promise<World> {
@@ -66,7 +68,8 @@ export class World {
     const device = await createClient(app, { grants: [DEVICE_GRANT, 'refresh_token'], scopes: [...DEVICE_SCOPES] });
     const otherDevice = await createClient(app, { grants: [DEVICE_GRANT] });
     const oidc = await createClient(app, { ...helperOptions, scopes: [...OIDC_SCOPES] });
-    return new World(app, helper, other, subscriber, publisher, disabled, user, device, otherDevice, oidc);
+    const publicClient = await createPublicClient(app, helperOptions);
+    return new World(app, helper, other, subscriber, publisher, disabled, user, device, otherDevice, oidc, publicClient);
   }
 
   get port(): number {
@@ -136,6 +139,12 @@ export class World {
         return publisher.secret;
       case 'disabled_client_id':
         return this.disabled.id;
+      case 'public_client_id':
+        return this.publicClient.id;
+      case 'public_code':
+        // The public client's code, bound to this world's PKCE challenge ({{code_verifier}} redeems it).
+        await this.resetLoginThrottle();
+        return authorizationCode(app, { id: this.publicClient.id, secret: '' }, user, { codeChallenge: this.pkce.challenge });
       case 'device_client_id':
         return device.id;
       case 'device_client_secret':
