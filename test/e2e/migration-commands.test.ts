@@ -21,9 +21,10 @@ const tables = async (url: string) =>
 
 const hasColumn = async (url: string, table: string, column: string) =>
   (await query(url, `SELECT 1 FROM information_schema.columns WHERE table_name = $1 AND column_name = $2`, [table, column])).length === 1;
-/** The last migration adds the relayed refresh tokens' lease; the one before it, the identity providers (and the clients' sign-in methods). */
-const hasLast = (url: string) => hasColumn(url, 'relayed_tokens', 'refreshing_until');
-const hasOneBeforeLast = (url: string) => hasColumn(url, 'clients', 'sign_in');
+const hasIndex = async (url: string, name: string) => (await query(url, `SELECT 1 FROM pg_indexes WHERE indexname = $1`, [name])).length === 1;
+/** The last migration allows an active signing key per algorithm; the one before it adds the relayed refresh tokens' lease. */
+const hasLast = (url: string) => hasIndex(url, 'signing_keys_one_active_per_alg');
+const hasOneBeforeLast = (url: string) => hasColumn(url, 'relayed_tokens', 'refreshing_until');
 
 describe('the migration commands of the README', () => {
   let url: string;
