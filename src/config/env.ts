@@ -115,7 +115,10 @@ export class Env {
   @IsOptional() @IsString()
   TLS_KEY_FILE?: string;
 
-  /** JWT signing algorithm of new keys (RFC 9068 requires RS256 support). */
+  /**
+   * Algorithm of access tokens and the service's other JWTs. The service keeps an active key of
+   * each of ES256 and RS256 (ID tokens use their client's), so a change only picks the other key.
+   */
   @IsIn(['ES256', 'RS256'])
   SIGNING_ALG: string = 'ES256';
 
@@ -127,7 +130,7 @@ export class Env {
   KEYS_ENCRYPTION_KEY?: string;
 
   /**
-   * Seconds a key made by keys:rotate (or for a changed SIGNING_ALG) is published before it signs,
+   * Seconds a key made by keys:rotate is published before it signs,
    * so instances and resource servers holding the JWKS know it first; 0 signs at once (tests, one instance).
    */
   @Min(0) @Max(86400) @IsInt()

@@ -13,7 +13,10 @@ export class JwksController {
   @Get('jwks.json')
   @Header('Content-Type', 'application/jwk-set+json; charset=utf-8')
   @Header('Cache-Control', `public, max-age=${JWKS_MAX_AGE}`)
-  @ApiOperation({ summary: 'Public keys that verify access tokens (RFC 7517): the current key, one a rotation published to sign next, and recently retired ones, never revoked ones' })
+  @ApiOperation({
+    summary:
+      "Public keys that verify the service's tokens (RFC 7517): the current ES256 and RS256 keys, one of each algorithm a rotation published to sign next, and recently retired ones, never revoked ones",
+  })
   @ApiExtraModels(JwksDto)
   @ApiOkResponse({
     description: 'public parts only',

@@ -2,22 +2,30 @@ import { Injectable } from '@nestjs/common';
 import { JwtService } from '@nestjs/jwt';
 import { LRUCache } from 'lru-cache';
 import { signCompactJws } from './compact-jws.js';
+import type { SigningKey } from './key-ring.js';
 import { KeysService } from './keys.service.js';
+import type { SigningAlg } from './signing-key.entity.js';
 
 /** Why a presented JWT was refused; callers map it to their own error (400, 401, inactive). */
 export class InvalidJwt extends Error {}
 
 const ALLOWED_ALGS = ['ES256', 'RS256'] as const;
 
-/** Signing with one key, fetched beforehand: nothing in `sign` reads the database. */
+/**
+ * Signing with keys fetched beforehand (SIGNING_ALG's, and those of the algorithms `prepare` was
+ * given): nothing in `sign` reads the database. Signing with an algorithm that was not prepared
+ * is a programming error, and throws.
+ */
 export interface JwtSigning {
   sign(claims: Record<string, unknown>, options: SignOptions): Promise<string>;
 }
 
 export interface SignOptions {
-  /** JOSE `typ` header: what kind of token this is (RFC 8725 §3.11 explicit typing). */
+  /** JOSE `typ` header, as given: what kind of token this is (RFC 8725 §3.11 explicit typing; `JWT` for ID tokens). */
   typ: string;
   expiresInSeconds: number;
+  /** The key's algorithm; SIGNING_ALG (the access tokens') when absent. ID tokens pass their client's. */
+  alg?: SigningAlg;
 }
 
 /** What a verified token was checked against, remembered with its claims and the key that signed it. */
@@ -51,23 +59,32 @@ export class JwtSigner {
     private readonly keys: KeysService,
   ) {}
 
-  /** Adds `iat` and `exp` (`iat` + the lifetime) to the claims and signs with the active key. */
+  /** Adds `iat` and `exp` (`iat` + the lifetime) to the claims and signs with the active key of `options.alg` (default SIGNING_ALG). */
   async sign(claims: Record<string, unknown>, options: SignOptions): Promise<string> {
-    return (await this.prepare()).sign(claims, options);
+    return this.signWith(await this.keys.signingKey(options.alg ?? this.keys.defaultAlg), claims, options);
   }
 
   /**
-   * The active key, fetched now (a reload of the keys may fail, or wait on the database): a
-   * caller that must not commit what it cannot sign prepares first, then commits, then signs.
+   * The active keys of SIGNING_ALG and of `alsoAlgs`, fetched now (a reload of the keys may fail,
+   * or wait on the database): a caller that must not commit what it cannot sign prepares first,
+   * then commits, then signs (an ID token's caller adds its client's algorithm).
    */
-  async prepare(): Promise<JwtSigning> {
-    const key = await this.keys.signingKey();
+  async prepare(alsoAlgs: readonly SigningAlg[] = []): Promise<JwtSigning> {
+    const algs = [...new Set([this.keys.defaultAlg, ...alsoAlgs])];
+    const keys = new Map(await Promise.all(algs.map(async (alg) => [alg, await this.keys.signingKey(alg)] as const)));
     return {
       sign: async (claims, options) => {
-        const iat = Math.floor(Date.now() / 1000);
-        return signCompactJws(key, options.typ, { ...claims, iat, exp: iat + options.expiresInSeconds });
+        const alg = options.alg ?? this.keys.defaultAlg;
+        const key = keys.get(alg);
+        if (!key) throw new Error(`no ${alg} key was prepared: pass ${alg} to JwtSigner.prepare`);
+        return this.signWith(key, claims, options);
       },
     };
+  }
+
+  private signWith(key: SigningKey, claims: Record<string, unknown>, options: SignOptions): string {
+    const iat = Math.floor(Date.now() / 1000);
+    return signCompactJws(key, options.typ, { ...claims, iat, exp: iat + options.expiresInSeconds });
   }
 
   /** The JOSE header, or null for anything that does not decode (jws throws SyntaxError on a non-JSON payload). */
@@ -112,7 +129,8 @@ export class JwtSigner {
   private async verifySignature<T extends object>(token: string, expected: { typ: string; issuer?: string }): Promise<VerifiedJwt<T>> {
     const header = this.decodeHeader(token);
     if (!header || typeof header.kid !== 'string') throw new InvalidJwt('malformed token');
-    if (typeof header.typ !== 'string' || header.typ.toLowerCase() !== expected.typ) throw new InvalidJwt('wrong token type');
+    // Media types compare case-insensitively (RFC 7515 §4.1.9): an ID token's `JWT` is `jwt`.
+    if (typeof header.typ !== 'string' || header.typ.toLowerCase() !== expected.typ.toLowerCase()) throw new InvalidJwt('wrong token type');
     const key = await this.keys.verificationKey(header.kid);
     if (!key || header.alg !== key.alg) throw new InvalidJwt('unknown signing key');
     try {

@@ -8,7 +8,7 @@ import { KeysRepository } from './keys.repository.js';
 import { KeysService } from './keys.service.js';
 import { newSigningKey } from './new-signing-key.js';
 import { PrivateKeyVault } from './private-key-vault.js';
-import type { SigningKeyEntity } from './signing-key.entity.js';
+import { SIGNING_ALGS, type SigningAlg, type SigningKeyEntity } from './signing-key.entity.js';
 
 type NewKeyView = ReturnType<typeof toNewKeyView>;
 
@@ -46,21 +46,34 @@ export class KeyAdminService {
   }
 
   /**
-   * A new key of the signing key's algorithm, published at once and signing after
-   * KEY_ACTIVATION_DELAY; the old one signs until then and stays published until its last token
-   * expires. One rotation at a time: a second one before the first key signs is refused.
+   * For each algorithm (or only `alg`), a new key, published at once and signing after
+   * KEY_ACTIVATION_DELAY; the old key of that algorithm signs until then and stays published until
+   * its last token expires. All in one transaction: one rotation replaces all signing material.
+   * One rotation at a time per algorithm: while a rotated key waits to sign, another rotation of
+   * its algorithm is refused, changing nothing.
    */
-  async rotate(): Promise<RotateResult> {
+  async rotate(alg?: SigningAlg): Promise<RotateResult[]> {
     const rotated = await this.repository.withKeyLock(async (store) => {
-      const pending = await store.findPending();
-      if (pending) {
-        throw conflict(`key ${pending.kid} already waits to sign, from ${pending.activatesAt.toISOString()}: rotate again once it signs`);
+      const algs = alg ? [alg] : SIGNING_ALGS;
+      for (const each of algs) {
+        const pending = await store.findPending(each);
+        if (pending) {
+          throw conflict(`key ${pending.kid} already waits to sign, from ${pending.activatesAt.toISOString()}: rotate again once it signs`);
+        }
       }
-      const newest = await store.findNewest();
-      if (!newest) throw new Error('no active signing key to rotate: the service creates one when it starts');
-      const successor = await newSigningKey(this.vault, newest.alg, newest.retiredLifetimeSeconds, this.encryptsLike(newest));
-      const { key, retired } = await store.rotate(newest, successor, this.env.KEY_ACTIVATION_DELAY);
-      return { ...toNewKeyView(key), retired: { kid: retired.kid, expires_at: retired.expiresAt!.toISOString() } };
+      // Before a service of this version has started, a database may hold a key of one algorithm only.
+      const newest = (await Promise.all(algs.map((each) => store.findNewest(each)))).filter((key) => key !== null);
+      if (newest.length < algs.length && (alg || newest.length === 0)) {
+        throw new Error(`no active ${alg ? `${alg} ` : ''}signing key to rotate: the service creates one when it starts`);
+      }
+      // RSA keys take tens of milliseconds to make: make them together, then store them in order.
+      const successors = await Promise.all(newest.map((key) => newSigningKey(this.vault, key.alg, key.retiredLifetimeSeconds, this.encryptsLike(key))));
+      const results: RotateResult[] = [];
+      for (const [index, old] of newest.entries()) {
+        const { key, retired } = await store.rotate(old, successors[index], this.env.KEY_ACTIVATION_DELAY);
+        results.push({ ...toNewKeyView(key), retired: { kid: retired.kid, expires_at: retired.expiresAt!.toISOString() } });
+      }
+      return results;
     });
     this.keys.forgetRing(); // other instances reload on the notice
     return rotated;
@@ -68,11 +81,12 @@ export class KeyAdminService {
 
   /**
    * The emergency path after a key is stolen: it leaves the JWKS and every token it signed is
-   * refused, on every instance at once (the notice is sent in the same transaction). The signing
-   * key is replaced in that transaction: by the key a rotation already published, if one waits,
-   * else by a new one of the same algorithm. A waiting key revoked before it signs undoes its
-   * rotation: the signing key signs on. Revoking a revoked key changes nothing and succeeds (the
-   * notice goes out again), so the command can simply be re-run.
+   * refused, on every instance at once (the notice is sent in the same transaction). A signing
+   * key is replaced in that transaction: by the key of its algorithm a rotation already published,
+   * if one waits, else by a new one of the same algorithm. A waiting key revoked before it signs
+   * undoes its rotation: the signing key of its algorithm signs on. The other algorithm's keys are
+   * untouched. Revoking a revoked key changes nothing and succeeds (the notice goes out again), so
+   * the command can simply be re-run.
    */
   async revoke(kid: string): Promise<RevokeResult> {
     // kids are JWK thumbprints (RFC 7638): anything else, NUL included, is no key, asked without a query.
@@ -84,7 +98,7 @@ export class KeyAdminService {
         await store.notifyRevoked(kid);
         return { ...revokedView(key), already_revoked: true, replaced_by: null };
       }
-      const [signing, pending] = [await store.findSigning(), await store.findPending()];
+      const [signing, pending] = [await store.findSigning(key.alg), await store.findPending(key.alg)];
       const replaced = signing?.kid === kid ? signing : null;
       const encrypted = replaced && !pending ? this.encryptsLike(replaced) : false; // checked before anything changes
       const revoked = await store.revoke(kid);

@@ -1,6 +1,6 @@
 import type { EntityManager } from 'typeorm';
 import type { GeneratedKey } from './key-pair.js';
-import { SigningKeyEntity, type StoredPrivateKey } from './signing-key.entity.js';
+import { type SigningAlg, SigningKeyEntity, type StoredPrivateKey } from './signing-key.entity.js';
 
 /** Every instance LISTENs here; the payload is the revoked kid. */
 export const KEY_REVOKED_CHANNEL = 'vc_key_revoked';
@@ -8,8 +8,9 @@ export const KEY_REVOKED_CHANNEL = 'vc_key_revoked';
 export const KEY_ROTATED_CHANNEL = 'vc_key_rotated';
 
 /**
- * The key that signs at PostgreSQL's `now()`: the one whose window [activates_at, retired_at)
- * holds it. A rotation ends the old key's window where the new one's begins, so there is one.
+ * The keys that sign at PostgreSQL's `now()`: those whose window [activates_at, retired_at) holds
+ * it. Each algorithm has its own line of keys, and a rotation ends the old key's window where the
+ * new one's (of the same algorithm) begins, so there is one per algorithm.
  */
 export const SIGNS_NOW = 'revoked_at IS NULL AND activates_at <= now() AND (retired_at IS NULL OR retired_at > now())';
 
@@ -29,19 +30,22 @@ export interface NewKey extends Omit<GeneratedKey, 'privateKeyPem'>, StoredPriva
 export class KeyStore {
   constructor(private readonly manager: EntityManager) {}
 
-  /** The key that signs now, private part included. */
-  findSigning(): Promise<KeyWithPrivatePart | null> {
-    return this.withPrivateParts().where(SIGNS_NOW).getOne();
+  /** The key of `alg` that signs now, private part included. */
+  findSigning(alg: SigningAlg): Promise<KeyWithPrivatePart | null> {
+    return this.withPrivateParts().where(SIGNS_NOW).andWhere('key.alg = :alg', { alg }).getOne();
   }
 
-  /** The newest key, private part included: the one signing, or the one waiting to. A rotation follows it. */
-  findNewest(): Promise<KeyWithPrivatePart | null> {
-    return this.withPrivateParts().where('key.retired_at IS NULL').getOne();
+  /** The newest key of `alg`, private part included: the one signing, or the one waiting to. A rotation follows it. */
+  findNewest(alg: SigningAlg): Promise<KeyWithPrivatePart | null> {
+    return this.withPrivateParts().where('key.retired_at IS NULL AND key.alg = :alg', { alg }).getOne();
   }
 
-  /** The key a rotation published that does not sign yet (there is at most one: see KeyAdminService.rotate). */
-  findPending(): Promise<SigningKeyEntity | null> {
-    return this.manager.createQueryBuilder(SigningKeyEntity, 'key').where('key.revoked_at IS NULL AND key.activates_at > now()').getOne();
+  /** The key of `alg` a rotation published that does not sign yet (at most one per algorithm: see KeyAdminService.rotate). */
+  findPending(alg: SigningAlg): Promise<SigningKeyEntity | null> {
+    return this.manager
+      .createQueryBuilder(SigningKeyEntity, 'key')
+      .where('key.revoked_at IS NULL AND key.activates_at > now() AND key.alg = :alg', { alg })
+      .getOne();
   }
 
   /** Every key, private parts included (to check or seal them at start). */
@@ -96,7 +100,10 @@ export class KeyStore {
     return this.manager.findOneByOrFail(SigningKeyEntity, { kid });
   }
 
-  /** The key signs on with no end: the key that was to replace it was revoked before it signed. */
+  /**
+   * The key signs on with no end: the key that was to replace it was revoked before it signed, or
+   * (a previous version's change of SIGNING_ALG) was of another algorithm, which has its own line now.
+   */
   async keepSigning(kid: string): Promise<void> {
     await this.manager.update(SigningKeyEntity, { kid }, { retiredAt: null, expiresAt: null });
   }

@@ -63,7 +63,7 @@ export class KeysRepository {
     }));
   }
 
-  /** RFC 7517 key set members: public JWKs of keys neither revoked nor expired, newest first. */
+  /** RFC 7517 key set members: public JWKs of keys neither revoked nor expired, newest first (ES256 before RS256 when made together). */
   async findPublishedJwks(): Promise<JWK[]> {
     const keys = await this.dataSource
       .getRepository(SigningKeyEntity)
@@ -72,6 +72,7 @@ export class KeysRepository {
       .where('key.revoked_at IS NULL')
       .andWhere('(key.expires_at IS NULL OR key.expires_at > now())')
       .orderBy('key.created_at', 'DESC')
+      .addOrderBy('key.alg', 'ASC')
       .getMany();
     return keys.map((key) => key.publicJwk);
   }
@@ -84,6 +85,7 @@ export class KeysRepository {
         .createQueryBuilder('key')
         .select(['key.kid', 'key.alg', 'key.createdAt', 'key.activatesAt', 'key.retiredAt', 'key.expiresAt', 'key.revokedAt'])
         .orderBy('key.created_at', 'DESC')
+        .addOrderBy('key.alg', 'ASC')
         .getMany(),
       this.dataSource.query('SELECT now()') as Promise<{ now: Date }[]>,
     ]);

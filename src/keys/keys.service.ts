@@ -1,9 +1,11 @@
 import { createPrivateKey } from 'node:crypto';
 import { Injectable, Logger } from '@nestjs/common';
 import type { JWK } from 'jose';
-import { KeyRing, type SigningKey, type VerificationKey } from './key-ring.js';
+import { Env } from '../config/env.js';
+import { KeyRing, type Signer, type SigningKey, type VerificationKey } from './key-ring.js';
 import { KeysRepository, type LiveKey } from './keys.repository.js';
 import { PrivateKeyVault } from './private-key-vault.js';
+import type { SigningAlg } from './signing-key.entity.js';
 
 /** How long an instance trusts its copy of the keys when no notice says otherwise. */
 const RING_TTL_MS = 30_000;
@@ -15,12 +17,13 @@ const UNKNOWN_KID_RELOAD_MS = 5_000;
  * Revocations arrive by NOTIFY (see KeyRevocationListener) and with every reload of the ring, so
  * `isRevoked` answers from memory on the verification hot path.
  *
- * Which key signs is PostgreSQL's to say (SIGNS_NOW): a rotated-in key is published at once and
- * signs from its `activates_at`, the old key until then. A ring holds the private part of the key
- * that signed when it was read, never of one still waiting, so no instance signs with a key
- * before its activation. A rotation's NOTIFY makes every listening instance drop its ring, and a
- * ring read before an activation is dropped by then (the read says how far off it is, by the
- * database's clock, counted from when the read was sent); the next signing reads the keys again.
+ * Which key signs is PostgreSQL's to say (SIGNS_NOW), one per algorithm: a rotated-in key is
+ * published at once and signs from its `activates_at`, the old key of its algorithm until then. A
+ * ring holds the private parts of the keys that signed when it was read, never of one still
+ * waiting, so no instance signs with a key before its activation. A rotation's NOTIFY makes every
+ * listening instance drop its ring, and a ring read before an activation is dropped by then (the
+ * read says how far off it is, by the database's clock, counted from when the read was sent); the
+ * next signing reads the keys again.
  * So an instance that heard the notice signs with the new key from the activation on: only a
  * signing that waits for a read already under way at that moment may still get the old key, late
  * by at most that read's round trip. One that missed it (its listener down) reads the keys when
@@ -39,21 +42,29 @@ export class KeysService {
   private readonly revoked = new Set<string>();
   private readonly revokedListeners: ((kid: string) => void)[] = [];
 
+  /** SIGNING_ALG: the algorithm of access tokens and of the service's other JWTs, unless a caller names another. */
+  readonly defaultAlg: SigningAlg;
+
   constructor(
     private readonly keys: KeysRepository,
     private readonly vault: PrivateKeyVault,
-  ) {}
+    env: Env,
+  ) {
+    this.defaultAlg = env.SIGNING_ALG as SigningAlg;
+  }
 
-  /** The key new tokens are signed with; never a revoked one. */
-  async signingKey(): Promise<SigningKey> {
+  /** The key new tokens of `alg` are signed with (SIGNING_ALG's by default); never a revoked one. */
+  async signingKey(alg: SigningAlg = this.defaultAlg): Promise<SigningKey> {
     let ring = await this.currentRing();
-    if (ring.signing && this.revoked.has(ring.signing.kid)) {
+    let key = ring.signingKey(alg);
+    if (key && this.revoked.has(key.kid)) {
       // Loaded before the revocation committed: the replacement key is in the next load.
       this.forgetRing();
       ring = await this.currentRing();
+      key = ring.signingKey(alg);
     }
-    if (!ring.signing || this.revoked.has(ring.signing.kid)) throw new Error(`cannot sign: ${ring.signingProblem ?? 'no active signing key'}`);
-    return ring.signing;
+    if (!key || this.revoked.has(key.kid)) throw new Error(`cannot sign: ${ring.signingProblem(alg)}`);
+    return key;
   }
 
   /** A published, unrevoked key by id, reloading (once for all concurrent callers) when a fresh rotation may have added it. */
@@ -132,19 +143,19 @@ export class KeysService {
     // Read again when the signing key changes (a rotation's activation: never late, as counted from
     // before the database measured it), and after RING_TTL_MS at the latest.
     const freshUntil = readAt + Math.min(RING_TTL_MS, ...live.map((key) => key.changesInMs ?? Infinity));
-    const signer = published.find((key) => key.signsNow);
-    if (!signer) return new KeyRing(published, freshUntil, null);
+    const signers = new Map<SigningAlg, Signer>();
+    for (const key of published) if (key.signsNow && !signers.has(key.alg)) signers.set(key.alg, this.parseSigner(key));
+    return new KeyRing(published, freshUntil, signers);
+  }
+
+  private parseSigner(signer: LiveKey): Signer {
     try {
-      return new KeyRing(published, freshUntil, this.parseSigningKey(signer));
+      return { key: { kid: signer.kid, alg: signer.alg, privateKey: createPrivateKey(this.vault.open(signer.kid, signer)) } };
     } catch (error) {
       // Verification goes on; signing fails with the reason (e.g. another instance added a KEK this
       // one lacks). Not logged here: at start the bootstrap reports it once, later each failed signing does.
-      return new KeyRing(published, freshUntil, null, (error as Error).message);
+      return { problem: (error as Error).message };
     }
-  }
-
-  private parseSigningKey(signer: LiveKey): SigningKey {
-    return { kid: signer.kid, alg: signer.alg, privateKey: createPrivateKey(this.vault.open(signer.kid, signer)) };
   }
 
   private learnRevoked(kid: string): void {

@@ -5,12 +5,15 @@ import { KeysRepository } from './keys.repository.js';
 import { KeysService } from './keys.service.js';
 import { newSigningKey } from './new-signing-key.js';
 import { PrivateKeyVault } from './private-key-vault.js';
-import type { SigningAlg } from './signing-key.entity.js';
+import { SIGNING_ALGS, type SigningAlg, type SigningKeyEntity } from './signing-key.entity.js';
 
 /**
  * What only the service does to the keys when it starts (never the CLI, whatever its env):
- * protect stored private keys with KEYS_ENCRYPTION_KEY, create the first key, rotate to a key of
- * SIGNING_ALG when it changed, and record its own token lifetime on the keys that sign or will.
+ * protect stored private keys with KEYS_ENCRYPTION_KEY, create the first key of each algorithm
+ * (a database of a version with one key gains the other), and record its own token lifetime on
+ * the keys that sign or will. SIGNING_ALG only picks which of the two signs access tokens, so a
+ * change of it makes no key. All under the key lock: two instances starting together make one
+ * key per algorithm.
  */
 @Injectable()
 export class SigningKeyBootstrap implements OnApplicationBootstrap {
@@ -26,12 +29,12 @@ export class SigningKeyBootstrap implements OnApplicationBootstrap {
   async onApplicationBootstrap(): Promise<void> {
     const { sealed, created } = await this.repository.withKeyLock(async (store) => ({
       sealed: await this.protectStoredKeys(store),
-      created: await this.ensureSigningKey(store),
+      created: await this.ensureSigningKeys(store),
     }));
     this.keys.forgetRing(); // a ring read before this (a listener resume) may lack the new key
     if (!this.vault.hasKek) this.reportPlainKeys();
     if (sealed > 0) this.logger.log(`encrypted ${sealed} private signing key(s) that were stored in plain text`);
-    if (created) this.logger.log(`created ${created.alg} signing key ${created.kid}, signing from ${created.activatesAt.toISOString()}`);
+    for (const key of created) this.logger.log(`created ${key.alg} signing key ${key.kid}, signing from ${key.activatesAt.toISOString()}`);
   }
 
   /** On a machine for trying the service out, keys in plain text are expected: a fact, not a warning. */
@@ -58,21 +61,25 @@ export class SigningKeyBootstrap implements OnApplicationBootstrap {
   }
 
   /**
-   * The first key signs at once: no token can be waiting for it. A changed SIGNING_ALG rotates
-   * like keys:rotate: the new key is published first and signs after KEY_ACTIVATION_DELAY.
+   * The first key of an algorithm signs at once: no token of that algorithm can be waiting for it.
+   * A new key is sealed when this instance has a KEK (the stored keys are sealed by then too).
    */
-  private async ensureSigningKey(store: KeyStore) {
+  private async ensureSigningKeys(store: KeyStore): Promise<SigningKeyEntity[]> {
     const lifetime = this.env.longestSignedLifetime;
-    const alg = this.env.SIGNING_ALG as SigningAlg;
-    const newest = await store.findNewest();
-    if (!newest) return store.insert(await newSigningKey(this.vault, alg, lifetime, this.vault.hasKek), 0);
     await store.raiseRetiredLifetimes(lifetime);
-    if (newest.alg === alg) return null;
-    const pending = await store.findPending();
-    if (pending) {
-      this.logger.warn(`SIGNING_ALG is ${alg}, but ${pending.alg} key ${pending.kid} waits to sign from ${pending.activatesAt.toISOString()}: restart after that to replace it`);
-      return null;
+    const missing: SigningAlg[] = [];
+    for (const alg of SIGNING_ALGS) {
+      if (await store.findNewest(alg)) continue;
+      // A previous version's change of SIGNING_ALG set this key's retirement, for a key of the
+      // other algorithm to take over: each algorithm keeps its own key now, so it signs on.
+      const signing = await store.findSigning(alg);
+      if (signing) await store.keepSigning(signing.kid);
+      else missing.push(alg);
     }
-    return (await store.rotate(newest, await newSigningKey(this.vault, alg, lifetime, this.vault.hasKek), this.env.KEY_ACTIVATION_DELAY)).key;
+    // RSA keys take tens of milliseconds to make: make them together.
+    const made = await Promise.all(missing.map((alg) => newSigningKey(this.vault, alg, lifetime, this.vault.hasKek)));
+    const created = [];
+    for (const key of made) created.push(await store.insert(key, 0));
+    return created;
   }
 }

@@ -1,7 +1,9 @@
 import { Column, CreateDateColumn, Entity, PrimaryColumn } from 'typeorm';
 import type { JWK } from 'jose';
 
-export type SigningAlg = 'ES256' | 'RS256';
+/** The algorithms the service signs with: it keeps an active key of each (see SigningKeyBootstrap). */
+export const SIGNING_ALGS = ['ES256', 'RS256'] as const;
+export type SigningAlg = (typeof SIGNING_ALGS)[number];
 
 /**
  * A signing key. The private part is never selected unless a query asks for it by name

@@ -370,49 +370,55 @@ describe('keys:rotate', () => {
     await (await startTestApp({}, databaseUrl)).close();
   });
 
-  it('publishes a new ES256 key that signs after KEY_ACTIVATION_DELAY, retiring the previous one then', async () => {
-    const before = await query<{ kid: string }>(databaseUrl, 'SELECT kid FROM signing_keys WHERE retired_at IS NULL');
-    expect(before).toHaveLength(1);
+  it('publishes a new key of each algorithm that signs after KEY_ACTIVATION_DELAY, retiring the previous ones then', async () => {
+    const before = await query<{ kid: string; alg: string }>(databaseUrl, 'SELECT kid, alg FROM signing_keys WHERE retired_at IS NULL ORDER BY alg');
+    expect(before.map((key) => key.alg)).toEqual(['ES256', 'RS256']);
 
-    const rotated = parseSuccess<{ kid: string; alg: string; created_at: string; activates_at: string; retired: { kid: string; expires_at: string } }>(
+    const rotated = parseSuccess<{ kid: string; alg: string; created_at: string; activates_at: string; retired: { kid: string; expires_at: string } }[]>(
       await runCli(['keys:rotate']),
     );
-    expect(Object.keys(rotated).sort()).toEqual(['activates_at', 'alg', 'created_at', 'kid', 'retired']);
-    expect(rotated).toEqual({
-      kid: expect.any(String),
-      alg: 'ES256',
-      created_at: expect.stringMatching(ISO_TIMESTAMP),
-      activates_at: expect.stringMatching(ISO_TIMESTAMP),
-      retired: { kid: before[0].kid, expires_at: expect.stringMatching(ISO_TIMESTAMP) },
-    });
-    // It signs 60 s (the JWKS's cache lifetime) after the rotation, by default.
-    expect(Date.parse(rotated.activates_at) - Date.parse(rotated.created_at)).toBe(60_000);
-    activatesAt = rotated.activates_at;
-    expect(rotated.kid).not.toBe(before[0].kid);
-    expect(Date.parse(rotated.retired.expires_at)).toBeGreaterThan(Date.now());
+    expect(rotated.map((key) => key.alg)).toEqual(['ES256', 'RS256']);
+    for (const [index, key] of rotated.entries()) {
+      expect(Object.keys(key).sort()).toEqual(['activates_at', 'alg', 'created_at', 'kid', 'retired']);
+      expect(key).toEqual({
+        kid: expect.any(String),
+        alg: before[index].alg,
+        created_at: expect.stringMatching(ISO_TIMESTAMP),
+        activates_at: expect.stringMatching(ISO_TIMESTAMP),
+        retired: { kid: before[index].kid, expires_at: expect.stringMatching(ISO_TIMESTAMP) },
+      });
+      // It signs 60 s (the JWKS's cache lifetime) after the rotation, by default.
+      expect(Date.parse(key.activates_at) - Date.parse(key.created_at)).toBe(60_000);
+      expect(key.kid).not.toBe(before[index].kid);
+      expect(Date.parse(key.retired.expires_at)).toBeGreaterThan(Date.now());
+    }
+    activatesAt = rotated[0].activates_at;
+    expect(rotated[1].activates_at).toBe(activatesAt);
 
-    const active = await query<{ kid: string }>(databaseUrl, 'SELECT kid FROM signing_keys WHERE retired_at IS NULL');
-    expect(active).toEqual([{ kid: rotated.kid }]);
+    const active = await query<{ kid: string }>(databaseUrl, 'SELECT kid FROM signing_keys WHERE retired_at IS NULL ORDER BY alg');
+    expect(active).toEqual(rotated.map((key) => ({ kid: key.kid })));
     const retired = await query<{ expires_at: Date }>(databaseUrl, 'SELECT expires_at FROM signing_keys WHERE kid = $1 AND retired_at IS NOT NULL', [
       before[0].kid,
     ]);
     expect(retired).toHaveLength(1);
     // The old key signs until then, and stays published as long as the longest token lifetime (1 h by default).
-    expect(Date.parse(rotated.retired.expires_at) - Date.parse(rotated.activates_at)).toBe(3_600_000);
-    expect(Math.abs(Date.parse(rotated.retired.expires_at) - retired[0].expires_at.getTime())).toBeLessThan(1_000);
+    expect(Date.parse(rotated[0].retired.expires_at) - Date.parse(rotated[0].activates_at)).toBe(3_600_000);
+    expect(Math.abs(Date.parse(rotated[0].retired.expires_at) - retired[0].expires_at.getTime())).toBeLessThan(1_000);
     storedRetiredExpiry = retired[0].expires_at.toISOString();
-    printedRetiredExpiry = rotated.retired.expires_at;
+    printedRetiredExpiry = rotated[0].retired.expires_at;
   });
 
   it('prints the retired key expiry that was stored', () => {
     expect(printedRetiredExpiry).toBe(storedRetiredExpiry);
   });
 
-  it('keys:list shows the new key pending until its activation, and the old one active until then', async () => {
-    const listed = parseSuccess<{ status: string; activates_at: string; retired_at: string | null }[]>(await runCli(['keys:list']));
-    expect(listed.map(({ status, activates_at, retired_at }) => ({ status, activates_at, retired_at }))).toEqual([
-      { status: 'pending', activates_at: activatesAt, retired_at: null },
-      { status: 'active', activates_at: expect.stringMatching(ISO_TIMESTAMP), retired_at: activatesAt },
+  it('keys:list shows the new keys pending until their activation, and the old ones active until then', async () => {
+    const listed = parseSuccess<{ alg: string; status: string; activates_at: string; retired_at: string | null }[]>(await runCli(['keys:list']));
+    expect(listed.map(({ alg, status, activates_at, retired_at }) => ({ alg, status, activates_at, retired_at }))).toEqual([
+      { alg: 'ES256', status: 'pending', activates_at: activatesAt, retired_at: null },
+      { alg: 'RS256', status: 'pending', activates_at: activatesAt, retired_at: null },
+      { alg: 'ES256', status: 'active', activates_at: expect.stringMatching(ISO_TIMESTAMP), retired_at: activatesAt },
+      { alg: 'RS256', status: 'active', activates_at: expect.stringMatching(ISO_TIMESTAMP), retired_at: activatesAt },
     ]);
   });
 

@@ -59,7 +59,7 @@ describe('expiries by the database clock', () => {
 
   it('keeps a rotated-out signing key published for its stored lifetime by the database clock, whatever the rotating clock says', async () => {
     vi.useFakeTimers({ toFake: ['Date'], now: Date.now() + 120_000, shouldAdvanceTime: true });
-    const { kid, retired } = await app.get(KeyAdminService).rotate();
+    const [{ kid, retired }] = await app.get(KeyAdminService).rotate('ES256');
     vi.useRealTimers();
     const [row] = await query<{ left: number; lifetime: number; activation: number }>(
       app.databaseUrl,

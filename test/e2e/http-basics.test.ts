@@ -91,7 +91,8 @@ describe('HTTP basics', () => {
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toBe('application/jwk-set+json; charset=utf-8');
     const { keys } = (await response.json()) as { keys: Record<string, string>[] };
-    expect(keys).toHaveLength(1);
+    expect(keys).toHaveLength(2);
     expect(Object.keys(keys[0]).sort()).toEqual(['alg', 'crv', 'kid', 'kty', 'use', 'x', 'y']);
+    expect(Object.keys(keys[1]).sort()).toEqual(['alg', 'e', 'kid', 'kty', 'n', 'use']);
   });
 });

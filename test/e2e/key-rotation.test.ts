@@ -56,12 +56,14 @@ describe('key rotation reaches every instance', () => {
     await first?.close();
   });
 
-  it('publishes the new key at once while both instances sign with the old one, and both sign with the new one from its activation', async () => {
+  it('publishes the new keys at once while both instances sign with the old one, and both sign with the new one from its activation', async () => {
     const old = await signingEverywhere();
-    const rotated = await first.get(KeyAdminService).rotate();
+    const [oldEs256, oldRs256] = await publishedKids(first); // made together: ES256 first
+    expect(oldEs256).toBe(old);
+    const [rotated, rotatedRs256] = await first.get(KeyAdminService).rotate();
     const activatesAt = Date.parse(rotated.activates_at);
 
-    for (const app of [first, second]) expect(await publishedKids(app)).toEqual([rotated.kid, old]);
+    for (const app of [first, second]) expect(await publishedKids(app)).toEqual([rotated.kid, rotatedRs256.kid, old, oldRs256]);
     for (const app of [first, second]) expect(await tokenKid(app)).toBe(old);
     expect(Date.now()).toBeLessThan(activatesAt); // what was checked above was before the activation
 
@@ -77,7 +79,7 @@ describe('key rotation reaches every instance', () => {
     const old = await signingEverywhere();
     const run = await runCli(['keys:rotate'], { cwd, env: { DATABASE_URL: first.databaseUrl, LOG_LEVEL: 'warn', KEY_ACTIVATION_DELAY: '0' } });
     expect(run.code, run.stderr).toBe(0);
-    const rotated = JSON.parse(run.stdout) as { kid: string; created_at: string; activates_at: string; retired: { kid: string } };
+    const [rotated] = JSON.parse(run.stdout) as { kid: string; created_at: string; activates_at: string; retired: { kid: string } }[];
     expect(rotated.retired.kid).toBe(old);
 
     for (const app of [second, first]) await expect.poll(() => tokenKid(app), { timeout: 3_000, interval: 50 }).toBe(rotated.kid);

@@ -51,30 +51,58 @@ describe('a CLI command never creates or replaces keys implicitly', () => {
     expect(await storedKeys(url)).toEqual([]);
   });
 
-  it('leaves the ES256 active key of a service alone when its own SIGNING_ALG is RS256', async () => {
+  it('leaves the active keys of a service alone when its own SIGNING_ALG differs', async () => {
     const url = await serviceDatabase();
     const before = await storedKeys(url);
-    expect(before).toMatchObject([{ alg: 'ES256', retired_at: null }]);
+    expect(before).toMatchObject([
+      { alg: 'ES256', retired_at: null },
+      { alg: 'RS256', retired_at: null },
+    ]);
     parseSuccess(await runCli(url, ['client:list'], { SIGNING_ALG: 'RS256', CLIENT_TOKEN_TTL: '86400' }));
     expect(await storedKeys(url)).toEqual(before);
   });
 });
 
+type Rotated = { kid: string; alg: string; created_at: string; activates_at: string; retired: { kid: string; expires_at: string } };
+
 describe('keys:rotate', () => {
-  it("keeps the stored algorithm and lifetime, not the CLI's SIGNING_ALG and CLIENT_TOKEN_TTL", async () => {
+  it("rotates the key of each algorithm, with the stored lifetime, not the CLI's CLIENT_TOKEN_TTL", async () => {
     const url = await serviceDatabase({ CLIENT_TOKEN_TTL: '7200' });
-    const [old] = await storedKeys(url);
+    const old = await storedKeys(url);
     const before = Date.now();
-    const rotated = parseSuccess<{ kid: string; alg: string; activates_at: string; retired: { kid: string; expires_at: string } }>(
-      await runCli(url, ['keys:rotate'], { SIGNING_ALG: 'RS256', CLIENT_TOKEN_TTL: '86400' }),
-    );
-    expect(rotated).toMatchObject({ alg: 'ES256', retired: { kid: old.kid } });
-    // The old key signs until the new one activates (60 s by default), and is published for 2 h after.
-    expect(Date.parse(rotated.retired.expires_at) - Date.parse(rotated.activates_at)).toBe(7_200_000);
-    expect(Date.parse(rotated.activates_at) - before).toBeGreaterThanOrEqual(60_000 - 1_000);
-    expect(Date.parse(rotated.activates_at) - before).toBeLessThan(60_000 + 60_000);
+    const rotated = parseSuccess<Rotated[]>(await runCli(url, ['keys:rotate'], { SIGNING_ALG: 'RS256', CLIENT_TOKEN_TTL: '86400' }));
+    expect(rotated).toMatchObject([
+      { alg: 'ES256', retired: { kid: old[0].kid } },
+      { alg: 'RS256', retired: { kid: old[1].kid } },
+    ]);
     const stored = await storedKeys(url);
-    expect(stored.find((row) => row.kid === rotated.kid)).toMatchObject({ alg: 'ES256', retired_at: null, retired_lifetime_seconds: 7200 });
+    for (const key of rotated) {
+      expect(Object.keys(key).sort()).toEqual(['activates_at', 'alg', 'created_at', 'kid', 'retired']);
+      // The old key signs until the new one activates (60 s by default), and is published for 2 h after.
+      expect(Date.parse(key.retired.expires_at) - Date.parse(key.activates_at)).toBe(7_200_000);
+      expect(Date.parse(key.activates_at) - before).toBeGreaterThanOrEqual(60_000 - 1_000);
+      expect(Date.parse(key.activates_at) - before).toBeLessThan(60_000 + 60_000);
+      expect(stored.find((row) => row.kid === key.kid)).toMatchObject({ alg: key.alg, retired_at: null, retired_lifetime_seconds: 7200 });
+    }
+  });
+
+  it('rotates the key of one algorithm with --alg, leaving the other alone', async () => {
+    const url = await serviceDatabase();
+    const [es256, rs256] = await storedKeys(url);
+    const rotated = parseSuccess<Rotated[]>(await runCli(url, ['keys:rotate', '--alg', 'RS256']));
+    expect(rotated).toMatchObject([{ alg: 'RS256', retired: { kid: rs256.kid } }]);
+    const stored = await storedKeys(url);
+    expect(stored.find((row) => row.kid === es256.kid)).toEqual(es256);
+    expect(stored.map((row) => row.kid)).toEqual([es256.kid, rs256.kid, rotated[0].kid]);
+  });
+
+  it('refuses an --alg it does not sign with, changing nothing', async () => {
+    const url = await serviceDatabase();
+    const before = await storedKeys(url);
+    for (const alg of ['HS256', 'none', 'es256', '']) {
+      expectFailure(await runCli(url, ['keys:rotate', '--alg', alg]), new RegExp(`^error: --alg must be ES256 or RS256 \\(got ${JSON.stringify(alg)}\\)`));
+    }
+    expect(await storedKeys(url)).toEqual(before);
   });
 
   it('fails on a database no service has started on', async () => {
@@ -89,9 +117,12 @@ describe('keys:rotate', () => {
     expectFailure(await runCli(url, ['keys:rotate'], { KEYS_ENCRYPTION_KEY: OTHER_KEK }), /KEYS_ENCRYPTION_KEY does not decrypt/);
     expect(await storedKeys(url)).toEqual(before);
 
-    const rotated = parseSuccess<{ kid: string }>(await runCli(url, ['keys:rotate'], { KEYS_ENCRYPTION_KEY: KEK }));
-    const created = (await storedKeys(url)).find((row) => row.kid === rotated.kid)!;
-    expect(created).toMatchObject({ private_key_pem: null, private_key_encrypted: expect.any(Buffer) });
+    const rotated = parseSuccess<{ kid: string }[]>(await runCli(url, ['keys:rotate'], { KEYS_ENCRYPTION_KEY: KEK }));
+    expect(rotated).toHaveLength(2);
+    for (const { kid } of rotated) {
+      const created = (await storedKeys(url)).find((row) => row.kid === kid)!;
+      expect(created).toMatchObject({ private_key_pem: null, private_key_encrypted: expect.any(Buffer) });
+    }
   });
 });
 
@@ -102,25 +133,28 @@ describe('keys:list and keys:revoke', () => {
   });
 
   it('keys:list prints public facts only', async () => {
-    const [row] = await storedKeys(url);
+    const rows = await storedKeys(url);
     const run = await runCli(url, ['keys:list']);
     const listed = parseSuccess<Record<string, unknown>[]>(run);
-    expect(listed).toEqual([
-      {
+    expect(listed).toEqual(
+      rows.map((row) => ({
         kid: row.kid,
-        alg: 'ES256',
+        alg: row.alg,
         status: 'active',
         created_at: expect.any(String),
         activates_at: expect.any(String),
         retired_at: null,
         expires_at: null,
         revoked_at: null,
-      },
-    ]);
+      })),
+    );
+    expect(listed.map((key) => key.alg)).toEqual(['ES256', 'RS256']);
     const output = run.stdout + run.stderr;
     expect(output).not.toMatch(/PRIVATE KEY|"d"|private/i);
-    expect(output).not.toContain(row.private_key_encrypted!.toString('base64'));
-    expect(output).not.toContain(row.private_key_encrypted!.toString('hex'));
+    for (const row of rows) {
+      expect(output).not.toContain(row.private_key_encrypted!.toString('base64'));
+      expect(output).not.toContain(row.private_key_encrypted!.toString('hex'));
+    }
   });
 
   it('keys:revoke of an unknown kid fails naming it', async () => {
@@ -138,7 +172,7 @@ describe('keys:list and keys:revoke', () => {
   });
 
   it('keys:revoke of the active key replaces it, and a second revocation succeeds without changing anything', async () => {
-    const [active] = await storedKeys(url);
+    const [active, rs256] = await storedKeys(url);
     const run = await runCli(url, ['keys:revoke', active.kid], { KEYS_ENCRYPTION_KEY: KEK });
     const revoked = parseSuccess<{ kid: string; status: string; already_revoked: boolean; replaced_by: { kid: string; alg: string } | null }>(run);
     expect(revoked).toMatchObject({ kid: active.kid, status: 'revoked', already_revoked: false, replaced_by: { alg: 'ES256' } });
@@ -153,6 +187,7 @@ describe('keys:list and keys:revoke', () => {
     expect(listed.map(({ kid, status }) => ({ kid, status }))).toEqual([
       { kid: revoked.replaced_by!.kid, status: 'active' },
       { kid: active.kid, status: 'revoked' },
+      { kid: rs256.kid, status: 'active' },
     ]);
   });
 

@@ -48,7 +48,7 @@ describe('the service process with the embedded database', () => {
     const service = start();
     await waitForStatus(`${baseUrl}/health`, 200, 60_000);
     const jwks = (await (await fetch(`${baseUrl}/.well-known/jwks.json`)).json()) as { keys: { kid: string }[] };
-    expect(jwks.keys).toHaveLength(1);
+    expect(jwks.keys).toHaveLength(2); // an ES256 and an RS256 key
 
     const created = await runCli(['client:create', '--name', 'device'], { env });
     expect(created.code).toBe(0);

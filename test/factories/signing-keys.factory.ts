@@ -14,5 +14,5 @@ export interface StoredKeyRow {
   revoked_at: Date | null;
 }
 
-/** Every stored signing key, oldest first, read straight from the database. */
-export const storedKeys = (databaseUrl: string) => query<StoredKeyRow>(databaseUrl, 'SELECT * FROM signing_keys ORDER BY created_at');
+/** Every stored signing key, oldest first (ES256 before RS256 when made together), read straight from the database. */
+export const storedKeys = (databaseUrl: string) => query<StoredKeyRow>(databaseUrl, 'SELECT * FROM signing_keys ORDER BY created_at, alg');

@@ -4,12 +4,16 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { InvalidJwt, JwtSigner } from '../../src/keys/jwt-signer.service.js';
 import type { KeysService } from '../../src/keys/keys.service.js';
 
-/** A signer over one real ES256 key, with a spy on the signature check and a set of revoked kids. */
+/** A signer over one real ES256 key (SIGNING_ALG's), with a spy on the signature check and a set of revoked kids. */
 function signer() {
   const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
   const revoked = new Set<string>();
   const keys = {
-    signingKey: async () => ({ kid: 'k1', alg: 'ES256' as const, privateKey }),
+    defaultAlg: 'ES256',
+    signingKey: async (alg = 'ES256') => {
+      if (alg !== 'ES256') throw new Error(`cannot sign: no active ${alg} signing key`);
+      return { kid: 'k1', alg: 'ES256' as const, privateKey };
+    },
     verificationKey: async (kid: string) => (kid === 'k1' && !revoked.has(kid) ? { alg: 'ES256' as const, publicKey } : undefined),
     isRevoked: (kid: string) => revoked.has(kid),
   } as unknown as KeysService;
@@ -57,6 +61,13 @@ describe('JwtSigner.verify', () => {
     for (let attempt = 0; attempt < 2; attempt++) {
       await expect(jwts.verifyWithKid(token, { typ: 'at+jwt' })).resolves.toEqual({ claims: expect.objectContaining({ sub: 'device' }), kid: 'k1' });
     }
+  });
+
+  it('takes the type in any case, as media types are (an ID token is typed JWT)', async () => {
+    const { signer: jwts } = signer();
+    const token = await jwts.sign({ sub: 'user' }, { typ: 'JWT', expiresInSeconds: 60 });
+    await expect(jwts.verify(token, { typ: 'JWT' })).resolves.toMatchObject({ sub: 'user' });
+    await expect(jwts.verify(token, { typ: 'jwt' })).resolves.toMatchObject({ sub: 'user' });
   });
 
   it("refuses a remembered token as soon as its key is revoked, without checking its signature again", async () => {

@@ -30,7 +30,7 @@ export class JwkDto {
   e?: string;
 }
 
-/** The JWK set: the active key, a rotated-in key waiting to sign, and retired keys whose tokens may still be valid, never revoked keys. */
+/** The JWK set: the active key of each algorithm, a rotated-in key waiting to sign, and retired keys whose tokens may still be valid, never revoked keys. */
 export class JwksDto {
   @ApiProperty({ type: [JwkDto] })
   keys: JwkDto[];
