@@ -5,6 +5,7 @@ import type { DataSource, EntityManager } from 'typeorm';
 import { Env, USER_ACCESS_TOKEN_TTL } from '../config/env.js';
 import { type JwtSigning, JwtSigner } from '../keys/jwt-signer.service.js';
 import { claimsFor, type ClaimsSource } from '../oidc/claims.js';
+import type { IdTokenAlg } from '../clients/client.entity.js';
 
 /** The JOSE type of an ID token: plain JWT (OpenID Connect Core §2 names no other). */
 export const ID_TOKEN_TYP = 'JWT';
@@ -32,14 +33,15 @@ export class IdTokens {
     accessToken: string,
     options: { nonce?: string; signing?: JwtSigning; reader?: EntityManager } = {},
   ): Promise<string> {
-    const [row]: (ClaimsSourceRow & { user_id: string; auth_time: Date; sid: string | null })[] = await (options.reader ?? this.dataSource).query(
-      `SELECT g.user_id, COALESCE(g.auth_time, g.created_at) AS auth_time, g.sid,
+    const [row]: (ClaimsSourceRow & { user_id: string; auth_time: Date; sid: string | null; alg: IdTokenAlg })[] = await (options.reader ?? this.dataSource).query(
+      `SELECT g.user_id, COALESCE(g.auth_time, g.created_at) AS auth_time, g.sid, c.id_token_signed_response_alg AS alg,
               u.username, u.upstream_issuer, u.profile, u.profile_updated_at
-       FROM grants g JOIN portal_users u ON u.id = g.user_id WHERE g.id = $1`,
+       FROM grants g JOIN portal_users u ON u.id = g.user_id JOIN clients c ON c.id = g.client_id WHERE g.id = $1`,
       [grant.grantId],
     );
     const user: ClaimsSource = { username: row.username, upstreamIssuer: row.upstream_issuer, profile: row.profile, profileUpdatedAt: row.profile_updated_at };
-    const signing = options.signing ?? (await this.signer.prepare());
+    // The client's algorithm (RS256 unless registered otherwise); a caller that prepared signing prepared it too.
+    const signing = options.signing ?? (await this.signer.prepare([row.alg]));
     return signing.sign(
       {
         iss: this.env.identityUrl,
@@ -51,7 +53,7 @@ export class IdTokens {
         ...(row.sid ? { sid: row.sid } : {}),
         ...claimsFor(user, grant.scope?.split(' ') ?? []),
       },
-      { typ: ID_TOKEN_TYP, expiresInSeconds: USER_ACCESS_TOKEN_TTL },
+      { typ: ID_TOKEN_TYP, expiresInSeconds: USER_ACCESS_TOKEN_TTL, alg: row.alg },
     );
   }
 }

@@ -2,7 +2,8 @@ import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { randomToken, sha256 } from '../common/crypto/opaque-token.js';
 import { Env, USER_ACCESS_TOKEN_TTL } from '../config/env.js';
-import type { JwtSigning } from '../keys/jwt-signer.service.js';
+import type { ClientEntity } from '../clients/client.entity.js';
+import { type JwtSigning, JwtSigner } from '../keys/jwt-signer.service.js';
 import { AccessTokens } from './access-tokens.service.js';
 import { IdTokens, wantsIdToken } from './id-tokens.js';
 import { RefreshTokensRepository } from './refresh-tokens.repository.js';
@@ -52,6 +53,7 @@ export class UserTokenIssuer {
     private readonly refreshTokens: RefreshTokensRepository,
     private readonly env: Env,
     private readonly idTokens: IdTokens,
+    private readonly signer: JwtSigner,
   ) {}
 
   newRefreshToken(): NewRefreshToken {
@@ -68,8 +70,8 @@ export class UserTokenIssuer {
   }
 
   /** The signing key for `respond`, fetched before the caller commits (see JwtSigner.prepare). */
-  signing(): Promise<JwtSigning> {
-    return this.accessTokens.signing();
+  signing(client: Pick<ClientEntity, 'idTokenSignedResponseAlg'>): Promise<JwtSigning> {
+    return this.signer.prepare([client.idTokenSignedResponseAlg]);
   }
 
   /**

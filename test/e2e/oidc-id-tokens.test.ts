@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
 import * as oidc from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ClientsService } from '../../src/clients/clients.service.js';
 import { createClient, createUser, type TestClient } from '../factories/oauth.factory.js';
 import { issueState } from '../factories/state.factory.js';
 import { exchangeCode, LOOPBACK_PATTERN, userId } from '../factories/token-flow.factory.js';
@@ -47,7 +48,7 @@ describe('ID tokens', () => {
     expect(claims.exp - claims.iat).toBe(3600);
     expect(claims.sid).toEqual(expect.any(String));
     expect(claims.at_hash).toBe(createHash('sha256').update(tokens.access_token).digest().subarray(0, 16).toString('base64url'));
-    expect(decodeProtectedHeader(tokens.id_token!).typ).toBe('JWT');
+    expect(decodeProtectedHeader(tokens.id_token!)).toMatchObject({ typ: 'JWT', alg: 'RS256' });
     // The JWKS verifies it as any library would.
     await expect(jwtVerify(tokens.id_token!, createRemoteJWKSet(new URL(`${app.baseUrl}/.well-known/jwks.json`)), { issuer: app.baseUrl, audience: client.id })).resolves.toBeDefined();
     // Userinfo agrees on the subject (openid-client checks it).
@@ -62,6 +63,21 @@ describe('ID tokens', () => {
     expect(again).toMatchObject({ iss: first.iss, sub: first.sub, aud: first.aud, auth_time: first.auth_time, sid: first.sid });
     expect(again).not.toHaveProperty('nonce');
     expect(again).not.toHaveProperty('preferred_username');
+  });
+
+  it('signs with ES256 for a client registered with --id-token-alg ES256, and openid-client verifies it', async () => {
+    const es256 = await app.get(ClientsService).create({ name: `es256-${Date.now()}`, redirectPatterns: [LOOPBACK_PATTERN], idTokenSignedResponseAlg: 'ES256' });
+    const esConfig = await oidc.discovery(new URL(app.baseUrl), es256.client_id, { id_token_signed_response_alg: 'ES256' }, oidc.ClientSecretBasic(es256.client_secret!), {
+      execute: [oidc.allowInsecureRequests],
+    });
+    const user = await createUser(app);
+    const verifier = oidc.randomPKCECodeVerifier();
+    const nonce = oidc.randomNonce();
+    const url = oidc.buildAuthorizationUrl(esConfig, { redirect_uri: REDIRECT, scope: 'openid', nonce, code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256' });
+    const login = await signIn(url.href, user);
+    const tokens = await oidc.authorizationCodeGrant(esConfig, new URL(login.headers.get('location')!), { pkceCodeVerifier: verifier, expectedNonce: nonce, idTokenExpected: true });
+    expect(decodeProtectedHeader(tokens.id_token!).alg).toBe('ES256');
+    expect(tokens.claims()!.aud).toBe(es256.client_id);
   });
 
   it('gives no ID token without openid in the scope', async () => {

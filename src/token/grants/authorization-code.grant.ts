@@ -49,7 +49,7 @@ export class AuthorizationCodeGrant implements GrantHandler<UserTokenResponse | 
       const grantId = randomUUID();
       const refreshToken = this.tokens.newRefreshToken();
       // Whatever can fail is done before the code is spent: a failure here leaves it redeemable.
-      const signing = await this.tokens.signing();
+      const signing = await this.tokens.signing(client);
       const redeemed = await deadline.commit(() => this.codes.redeem(this.dataSource, {
         codeHash,
         clientId: client.id,

@@ -71,7 +71,7 @@ export class RefreshTokenGrant implements GrantHandler<UserTokenResponse | Relay
     if (!requestedScope) {
       const successor = this.tokens.newRefreshToken();
       // Whatever can fail is done before the token is retired: a failure here leaves it usable.
-      const signing = await this.tokens.signing();
+      const signing = await this.tokens.signing(client);
       const rotated = await deadline.commit(() =>
         this.refreshTokens.rotate(this.dataSource, {
           tokenHash,
