@@ -28,6 +28,12 @@ export class UpstreamSessionsRepository {
     return id;
   }
 
+  /** The provider an upstream session is at (undefined once purged). */
+  async providerOf(id: string): Promise<string | undefined> {
+    const [row]: { provider: string }[] = await this.dataSource.query('SELECT provider FROM upstream_sessions WHERE id = $1', [id]);
+    return row?.provider;
+  }
+
   /**
    * The session of a grant when a re-check is due, leased to this caller for `leaseSeconds` (no
    * transaction stays open while the provider is asked): one re-check at a time. 'busy' while

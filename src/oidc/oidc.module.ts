@@ -1,14 +1,21 @@
 import { Module } from '@nestjs/common';
+import { ClientsModule } from '../clients/clients.module.js';
+import { IdentityProvidersModule } from '../identity-providers/identity-providers.module.js';
+import { KeysModule } from '../keys/keys.module.js';
 import { NotificationModule } from '../notification/notification.module.js';
+import { SessionsModule } from '../sessions/sessions.module.js';
 import { UsersModule } from '../users/users.module.js';
 import { DiscoveryController } from './discovery.controller.js';
+import { IdTokenHints } from './id-token-hints.js';
+import { LogoutController } from './logout.controller.js';
+import { LogoutService } from './logout.service.js';
 import { UserinfoController } from './userinfo.controller.js';
 import { UserinfoService } from './userinfo.service.js';
 
-/** OpenID Connect's own routes: the discovery document and userinfo. The bearer checks are the notification routes' own. */
+/** OpenID Connect's own routes: the discovery document, userinfo and logout. The bearer checks are the notification routes' own. */
 @Module({
-  imports: [NotificationModule, UsersModule],
-  controllers: [DiscoveryController, UserinfoController],
-  providers: [UserinfoService],
+  imports: [ClientsModule, IdentityProvidersModule, KeysModule, NotificationModule, SessionsModule, UsersModule],
+  controllers: [DiscoveryController, LogoutController, UserinfoController],
+  providers: [IdTokenHints, LogoutService, UserinfoService],
 })
 export class OidcModule {}

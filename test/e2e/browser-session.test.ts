@@ -5,6 +5,7 @@ import { UsersService } from '../../src/users/users.service.js';
 import { createClient, createUser, type TestClient } from '../factories/oauth.factory.js';
 import { issueState } from '../factories/state.factory.js';
 import { LOOPBACK_PATTERN, pkcePair, userId } from '../factories/token-flow.factory.js';
+import { FormBrowser } from '../setup/form-browser.js';
 import { startTestApp, type TestApp } from '../setup/test-app.js';
 
 // Single sign-on: a sign-in at the service leaves a session in the browser (cookie vc_session);
@@ -13,44 +14,6 @@ import { startTestApp, type TestApp } from '../setup/test-app.js';
 // sign-out of the user ends it.
 
 const REDIRECT = 'http://127.0.0.1:8765/callback';
-
-/** A browser without JavaScript: its cookies, kept across requests. */
-class Browser {
-  private readonly cookies = new Map<string, string>();
-
-  async get(url: string): Promise<Response> {
-    return this.keep(await fetch(url, { redirect: 'manual', headers: { cookie: this.cookieHeader() } }));
-  }
-
-  async post(url: string, fields: Record<string, string>): Promise<Response> {
-    return this.keep(await fetch(url, { method: 'POST', redirect: 'manual', headers: { cookie: this.cookieHeader(), 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(fields) }));
-  }
-
-  /** The page's form fields (hidden inputs) with `extra`, posted to /sso/authorize. */
-  async submit(page: Response, baseUrl: string, extra: Record<string, string>): Promise<Response> {
-    const html = await page.text();
-    const fields = Object.fromEntries([...html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)].map(([, name, value]) => [name, value.replaceAll('&amp;', '&')]));
-    return this.post(`${baseUrl}/sso/authorize`, { ...fields, ...extra });
-  }
-
-  has(name: string) {
-    return this.cookies.has(name);
-  }
-
-  private cookieHeader() {
-    return [...this.cookies].map(([name, value]) => `${name}=${value}`).join('; ');
-  }
-
-  private keep(response: Response): Response {
-    for (const line of response.headers.getSetCookie()) {
-      const [pair] = line.split(';');
-      const [name, value] = [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)];
-      if (value === '' || /max-age=0/i.test(line)) this.cookies.delete(name);
-      else this.cookies.set(name, value);
-    }
-    return response;
-  }
-}
 
 /** Every sign-out of a user that ends their sessions. */
 const SIGN_OUTS = [
@@ -75,8 +38,8 @@ describe('the browser session (single sign-on)', () => {
   const redirectParams = (response: Response) => Object.fromEntries(new URL(response.headers.get('location')!).searchParams);
 
   /** A browser that signed in with a password through a standard request. */
-  async function signedIn(user: { username: string; password: string }): Promise<Browser> {
-    const browser = new Browser();
+  async function signedIn(user: { username: string; password: string }): Promise<FormBrowser> {
+    const browser = new FormBrowser();
     const page = await browser.get(standard());
     expect(page.status).toBe(200);
     const login = await browser.submit(page, app.baseUrl, user);
@@ -87,7 +50,7 @@ describe('the browser session (single sign-on)', () => {
   }
 
   it('leaves an HttpOnly, SameSite=Lax session cookie after a password sign-in, and answers the next request at once with a code (SSO)', async () => {
-    const browser = new Browser();
+    const browser = new FormBrowser();
     const page = await browser.get(standard());
     const login = await browser.submit(page, app.baseUrl, await createUser(app));
     const cookie = login.headers.getSetCookie().find((line) => line.startsWith('vc_session='))!;
@@ -105,7 +68,7 @@ describe('the browser session (single sign-on)', () => {
     const silent = await browser.get(standard({ prompt: 'none' }));
     expect(silent.status).toBe(302);
     expect(redirectParams(silent)).toHaveProperty('code');
-    const stranger = await new Browser().get(standard({ prompt: 'none' }));
+    const stranger = await new FormBrowser().get(standard({ prompt: 'none' }));
     expect(redirectParams(stranger)).toMatchObject({ error: 'login_required', state: 's1' });
   });
 

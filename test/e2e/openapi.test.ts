@@ -3,6 +3,7 @@ import { METHOD_METADATA, PATH_METADATA } from '@nestjs/common/constants.js';
 import { ModulesContainer } from '@nestjs/core';
 import { DECORATORS } from '@nestjs/swagger';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ClientsService } from '../../src/clients/clients.service.js';
 import { UsersService } from '../../src/users/users.service.js';
 import { DEVICE_GRANT, VerificationPage, startDeviceAuthorization } from '../factories/device-flow.factory.js';
 import { clientToken, PUBLISH_SCOPE, publish, validNotification } from '../factories/notification.factory.js';
@@ -43,6 +44,7 @@ const FORM_FIELDS: Record<string, string[]> = {
   'post /sso/authorize': ['response_type', 'client_id', 'state', 'csrf_token', 'username', 'password', 'idp', 'confirmation', 'decision', 'session'],
   'post /sso/device': ['csrf_token', 'user_code', 'username', 'password', 'idp', 'decision', 'approval'],
   'post /sso/userinfo': ['access_token'],
+  'post /sso/logout': ['id_token_hint', 'client_id', 'post_logout_redirect_uri', 'state', 'csrf_token'],
 };
 const CLIENT_AUTHENTICATED = ['/sso/token', '/public/api/oauth2/token', '/sso/introspect', '/sso/revoke', '/sso/device_authorization'];
 const OAUTH_PREFIXES = [...CLIENT_AUTHENTICATED, '/sso/userinfo', '/external/oauth2helper/'];
@@ -290,6 +292,19 @@ describe('OpenAPI description', () => {
     } finally {
       await forge.close();
     }
+
+    // Logout: the signed-out page, a registered address, a refused link; and the confirmation of a signed-in browser.
+    const leaving = await app.get(ClientsService).create({ name: 'leaving', redirectPatterns: [LOOPBACK_PATTERN], postLogoutRedirectUris: ['https://app.example/bye'] });
+    const logout = (params: Record<string, string>, init: RequestInit = {}) => fetch(`${app.baseUrl}/sso/logout?${new URLSearchParams(params)}`, { redirect: 'manual', ...init });
+    await answered('get /sso/logout', await logout({}));
+    await answered('get /sso/logout', await logout({ client_id: leaving.client_id, post_logout_redirect_uri: 'https://app.example/bye' }));
+    await answered('get /sso/logout', await logout({ id_token_hint: 'not-a-jwt' }));
+    const postLogout = (fields: Record<string, string>, cookie = '') =>
+      fetch(`${app.baseUrl}/sso/logout`, { method: 'POST', redirect: 'manual', headers: { 'content-type': FORM, cookie }, body: new URLSearchParams(fields) });
+    await answered('post /sso/logout', await postLogout({}));
+    await answered('post /sso/logout', await postLogout({ client_id: leaving.client_id, post_logout_redirect_uri: 'https://app.example/bye' }));
+    await answered('post /sso/logout', await postLogout({ post_logout_redirect_uri: 'https://app.example/bye' }));
+    await answered('post /sso/logout', await postLogout({ csrf_token: 'forged' }));
 
     // Notifications.
     const subscribeToken = await clientToken(app, subscriber);

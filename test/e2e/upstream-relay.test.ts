@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { once } from 'node:events';
 import { createServer } from 'node:http';
 import { createRemoteJWKSet, jwtVerify } from 'jose';
@@ -243,6 +244,7 @@ describe('relay mode through a real identity provider', () => {
   it("gives an RFC 8628 device the provider's tokens in the same shape once the user approves after the provider's sign-in, and says Device connected", async () => {
     const authorization = await startDeviceAuthorization(app, deviceClient);
     expect((await pollDeviceToken(app, deviceClient, authorization.device_code)).body).toMatchObject({ error: 'authorization_pending' });
+    const firstPoll = Date.now();
     await inBrowser(async (page) => {
       await page.goto(authorization.verification_uri_complete);
       await page.getByRole('button', { name: 'Continue' }).click();
@@ -254,6 +256,8 @@ describe('relay mode through a real identity provider', () => {
       await page.getByRole('button', { name: 'Approve' }).click();
       await expect.poll(() => page.locator('h1').textContent(), { timeout: 5000 }).toBe('Device connected');
     });
+    // A poll within DEVICE_POLL_INTERVAL of the first would be told slow_down.
+    await sleep(Math.max(0, 1100 - (Date.now() - firstPoll)));
     const polled = await pollDeviceToken(app, deviceClient, authorization.device_code);
     expect(polled.status).toBe(200);
     expectRelayedShape(polled.body);
