@@ -53,7 +53,7 @@ describe('GET /.well-known/openid-configuration', () => {
       claims_supported: ['sub', 'iss', 'aud', 'exp', 'iat', 'auth_time', 'nonce', 'at_hash', 'sid', 'name', 'preferred_username', 'updated_at', 'email', 'email_verified'],
       token_endpoint_auth_methods_supported: [...clientAuth, 'none'],
       introspection_endpoint_auth_methods_supported: clientAuth,
-      revocation_endpoint_auth_methods_supported: clientAuth,
+      revocation_endpoint_auth_methods_supported: [...clientAuth, 'none'],
       authorization_response_iss_parameter_supported: true,
       prompt_values_supported: ['none', 'login', 'consent'],
       request_parameter_supported: false,
