@@ -59,21 +59,32 @@ ${Object.entries(fields).map(([name, value]) => hiddenInput(name, value)).join('
  * After a sign-in at a provider: as whom, and, as the login page said before the user left for
  * the provider, where the sign-in goes. Nothing reaches the device before "Continue".
  */
-export function confirmPage(view: { clientName: string; clientId: string; state: string; confirmation: string; providerName: string; username?: string; deviceHost?: string }): string {
+export function confirmPage(view: {
+  clientName: string;
+  clientId: string;
+  state: string;
+  confirmation: string;
+  providerName: string;
+  username?: string;
+  deviceHost?: string;
+  /** An app's own standard request, not a device's link: there is no device to warn about. */
+  app?: boolean;
+}): string {
   // No CSRF cookie: the one-time value, bound to the browser's sign-in cookie, is this form's token.
   const fields = { response_type: 'code', client_id: view.clientId, state: view.state, confirmation: view.confirmation };
   const as = view.username
     ? `You signed in as <strong>${escapeHtml(view.username)}</strong> with ${escapeHtml(view.providerName)}.`
     : `You signed in with your <strong>${escapeHtml(view.providerName)}</strong> account.`;
-  const where = view.deviceHost
-    ? `Your sign-in is sent to the device at <strong>${escapeHtml(view.deviceHost)}</strong>. Continue only if that is yours.`
-    : 'Continue only if you started this sign-in on your device.';
+  const where = view.app
+    ? ''
+    : view.deviceHost
+      ? `<p>Your sign-in is sent to the device at <strong>${escapeHtml(view.deviceHost)}</strong>. Continue only if that is yours.</p>\n`
+      : '<p>Continue only if you started this sign-in on your device.</p>\n';
   return pageLayout(
     `Continue to ${view.clientName}?`,
     `<h1>Continue to <strong>${escapeHtml(view.clientName)}</strong>?</h1>
 <p>${as}</p>
-<p>${where}</p>
-<form method="post" action="/sso/authorize">
+${where}<form method="post" action="/sso/authorize">
 ${Object.entries(fields).map(([name, value]) => hiddenInput(name, value)).join('\n')}
 <button type="submit" name="decision" value="continue">Continue</button>
 <button type="submit" name="decision" value="cancel" class="secondary">Cancel</button>

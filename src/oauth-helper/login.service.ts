@@ -173,7 +173,8 @@ export class LoginService {
     if (device && !(device instanceof URL)) return device;
     const confirmation = await hold();
     const { client } = request;
-    const html = confirmPage({ clientName: client.name, clientId: client.id, state, confirmation, ...signedIn, deviceHost: device?.host });
+    const app = request.claims.request !== undefined;
+    const html = confirmPage({ clientName: client.name, clientId: client.id, state, confirmation, ...signedIn, deviceHost: app ? undefined : device?.host, app });
     return { kind: 'page', status: 200, html, formTargets: device ? [device.origin] : [] };
   }
 
