@@ -40,14 +40,27 @@ export class AuthorizeController {
   @Get()
   @ApiOperation({
     summary:
-      "Login page of the helper flow (HTML): a button per identity provider of the client and the login form when it signs in locally; a client whose only way in is one identity provider goes straight there (302). 400 page for an invalid state or client, never a redirect to the device",
+      "Login page (HTML) of the helper's sign-in link and of the standard authorization request (RFC 6749 §4.1, OpenID Connect Core §3.1.2: a query with redirect_uri): a button per identity provider of the client and the login form when it signs in locally; a client whose only way in is one identity provider goes straight there (302). Within a browser session a standard request is answered with its code at once (unless prompt=login, prompt=consent or max_age asks otherwise), and the helper's link asks \"Continue as USER\". 400 page for an invalid link, client or redirect_uri, never a redirect to them",
   })
-  @ApiQuery({ name: 'response_type', enum: ['code'], description: 'as in authorize_url' })
-  @ApiQuery({ name: 'client_id', description: 'as in authorize_url' })
-  @ApiQuery({ name: 'state', description: 'as in authorize_url: the sign-in link issued by the helper configuration route' })
-  @ApiHtmlResponse(200, 'the login form naming the client and, with a redirect_url, the host the code goes to')
-  @ApiResponse({ status: 302, description: "to the client's only identity provider (authorization code flow with PKCE); sets the browser's `vc_upstream` cookie", headers: REDIRECT_HEADERS })
-  @ApiHtmlResponse(400, 'error page naming its cause: a malformed link, an unsupported response_type, an unknown or a disabled client, or a state that is expired, already used, or missing, changed or another client\'s')
+  @ApiQuery({ name: 'response_type', enum: ['code'], required: false, description: 'as in authorize_url; for a standard request, required (its absence goes back to the client as invalid_request)' })
+  @ApiQuery({ name: 'client_id', description: 'as in authorize_url, or the standard request\'s client' })
+  @ApiQuery({ name: 'state', required: false, description: "as in authorize_url: the sign-in link issued by the helper configuration route; for a standard request, the client's own, returned as sent" })
+  @ApiQuery({ name: 'redirect_uri', required: false, description: 'a standard request: one the client registered, exactly (a loopback pattern allows any port)' })
+  @ApiQuery({ name: 'code_challenge', required: false, description: 'a standard request: required, PKCE with code_challenge_method=S256' })
+  @ApiQuery({ name: 'code_challenge_method', enum: ['S256'], required: false })
+  @ApiQuery({ name: 'scope', required: false, description: 'a standard request: openid, profile, email, offline_access and the client\'s own scopes; others are ignored' })
+  @ApiQuery({ name: 'nonce', required: false, description: 'a standard request: returned in the ID token' })
+  @ApiQuery({ name: 'prompt', required: false, description: 'a standard request: none, login, consent or select_account' })
+  @ApiQuery({ name: 'max_age', required: false, description: 'a standard request: seconds a session\'s sign-in may be old' })
+  @ApiQuery({ name: 'login_hint', required: false, description: 'a standard request: fills the username' })
+  @ApiHtmlResponse(200, 'the login form naming the client and, with a redirect_url, the host the code goes to; or "Continue as USER" within a browser session')
+  @ApiResponse({
+    status: 302,
+    description:
+      "to the client's only identity provider (authorization code flow with PKCE; sets the browser's `vc_upstream` cookie); or, for a standard request, to its redirect_uri with `code`, `state` and `iss` (a session's single sign-on) or with `error`, `error_description`, `state` and `iss`",
+    headers: REDIRECT_HEADERS,
+  })
+  @ApiHtmlResponse(400, 'error page naming its cause: a malformed link, an unsupported response_type, an unknown or a disabled client, a state that is expired, already used, or missing, changed or another client\'s; for a standard request an unknown or disabled client or a redirect_uri the client did not register')
   @ApiHtmlResponse(503, 'error page: the identity provider cannot be reached (`Retry-After`); JSON `{message, correlationId}` when the database is away or busy', {
     headers: RETRY_AFTER_HEADER,
     orJsonError: true,
