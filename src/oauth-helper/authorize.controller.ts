@@ -7,7 +7,9 @@ import { bindBrowser, browserBinding } from '../identity-providers/upstream-brow
 import { requesterOf } from '../common/http/requester.js';
 import { csrfCookieValue, newCsrfToken, pageCsrfToken, sendHtmlPage } from '../common/html/html-reply.js';
 import { LoginFormDto } from './dto/login-form.dto.js';
-import { type AuthorizeOutcome, type LoginBrowser, LoginService } from './login.service.js';
+import type { LoginBrowser } from './login-browser.js';
+import { LoginService } from './login.service.js';
+import type { AuthorizeOutcome } from './sign-in-links.js';
 import { Env } from '../config/env.js';
 import { sessionCookie, setSessionCookie } from '../sessions/session-cookie.js';
 

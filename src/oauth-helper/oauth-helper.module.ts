@@ -10,14 +10,16 @@ import { AuthorizeController } from './authorize.controller.js';
 import { HelperController } from './helper.controller.js';
 import { HelperService } from './helper.service.js';
 import { LoginAttempts } from './login-attempts.service.js';
+import { LinkAnswers } from './link-answers.js';
 import { LoginService } from './login.service.js';
+import { SignInLinks } from './sign-in-links.js';
 import { StateTokens } from './state-tokens.service.js';
 
 /** The device authorization helper: sign-in links for devices, the login page, and code pick-up. */
 @Module({
   imports: [ClientsModule, IdentityProvidersModule, KeysModule, SessionsModule, TokenModule, UsersModule],
   controllers: [HelperController, AuthorizeController],
-  providers: [ApprovedStates, HelperService, LoginAttempts, LoginService, StateTokens],
+  providers: [ApprovedStates, HelperService, LinkAnswers, LoginAttempts, LoginService, SignInLinks, StateTokens],
   // The device flow's verification page signs the same users in, under the same slow-down.
   exports: [LoginAttempts, LoginService],
 })
