@@ -2,7 +2,9 @@ import { Module } from '@nestjs/common';
 import { ClientsModule } from '../clients/clients.module.js';
 import { IdentityProvidersModule } from '../identity-providers/identity-providers.module.js';
 import { OAuthHelperModule } from '../oauth-helper/oauth-helper.module.js';
+import { SessionsModule } from '../sessions/sessions.module.js';
 import { TokenModule } from '../token/token.module.js';
+import { UsersModule } from '../users/users.module.js';
 import { DeviceAuthorizationController } from './device-authorization.controller.js';
 import { DeviceAuthorizationService } from './device-authorization.service.js';
 import { DeviceVerificationController } from './device-verification.controller.js';
@@ -15,7 +17,7 @@ import { UserCodeThrottle } from './user-code-throttle.service.js';
  * device grant lives with the other grants.
  */
 @Module({
-  imports: [ClientsModule, IdentityProvidersModule, OAuthHelperModule, TokenModule],
+  imports: [ClientsModule, IdentityProvidersModule, OAuthHelperModule, SessionsModule, TokenModule, UsersModule],
   controllers: [DeviceAuthorizationController, DeviceVerificationController],
   providers: [DeviceAuthorizationService, DeviceVerificationService, UserCodeThrottle],
   exports: [DeviceVerificationService],

@@ -3,8 +3,9 @@ import { providerButtons } from '../identity-providers/provider-buttons.js';
 import { credentialInputs, errorParagraph, escapeHtml, hiddenInput, PORTAL_ACCOUNT, pageLayout } from '../common/html/page-layout.js';
 import { displayUserCode } from './user-code.js';
 
-// The three steps of the verification page (RFC 8628 §3.3): enter the code, sign in, approve or
-// deny. Every form posts to /sso/device; the steps carry the code forward in a hidden field.
+// The three steps of the verification page (RFC 8628 §3.3): enter the code, sign in (or, within a
+// browser session, continue as its user), approve or deny. Every form posts to /sso/device; the
+// steps carry the code forward in a hidden field.
 
 const ACTION = '/sso/device';
 
@@ -50,6 +51,25 @@ ${credentialInputs(view.username, view.error ? 'login-error' : undefined, view.p
     `<h1>Sign in</h1>
 <p>${intro} to connect <strong>${escapeHtml(view.clientName)}</strong> with the code <span class="code">${displayUserCode(view.userCode)}</span>.</p>
 ${errorParagraph(view.error, 'login-error')}${view.providers.length > 0 ? providerButtons(ACTION, fields, view.providers, view.local) : ''}${local}`,
+  );
+}
+
+/**
+ * Step 2 within a browser session: its user may go on to the approval form, or another account
+ * signs in. Someone may have sent the code, so the session never answers it silently.
+ */
+export function continueAsPage(view: DeviceRequestView & { username: string; providerName?: string }): string {
+  return pageLayout(
+    'Choose an account',
+    `<h1>Choose an account</h1>
+<p>To connect <strong>${escapeHtml(view.clientName)}</strong> with the code <span class="code">${displayUserCode(view.userCode)}</span>:</p>
+<p>You are signed in as <strong>${escapeHtml(view.username)}</strong>${view.providerName ? ` with ${escapeHtml(view.providerName)}` : ''}.</p>
+<form method="post" action="${ACTION}">
+${hiddenInput('csrf_token', view.csrfToken)}
+${hiddenInput('user_code', view.userCode)}
+<button type="submit" name="session" value="continue">Continue as ${escapeHtml(view.username)}</button>
+<button type="submit" name="session" value="another" class="secondary">Use another account</button>
+</form>`,
   );
 }
 

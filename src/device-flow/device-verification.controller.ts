@@ -4,10 +4,10 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiUnavailableResponse, RETRY_AFTER_HEADER } from '../common/errors/api-error-response.decorator.js';
 import { ApiHtmlResponse } from '../common/html/api-html-response.decorator.js';
 import { bindBrowser } from '../identity-providers/upstream-browser.js';
-import type { HtmlPage } from '../common/html/html-reply.js';
 import { requesterOf } from '../common/http/requester.js';
 import { csrfCookieValue, newCsrfToken, pageCsrfToken, sendHtmlPage } from '../common/html/html-reply.js';
-import { DeviceVerificationService } from './device-verification.service.js';
+import { sessionCookie, setSessionCookie } from '../sessions/session-cookie.js';
+import { type DevicePage, DeviceVerificationService } from './device-verification.service.js';
 import { DeviceVerificationFormDto } from './dto/device-verification-form.dto.js';
 
 const PAGE_PATH = '/sso/device';
@@ -34,12 +34,12 @@ export class DeviceVerificationController {
   @ApiBody({ type: DeviceVerificationFormDto })
   @ApiOperation({
     summary:
-      'One step of the verification page: `user_code` → the sign-in form; with `username`, `password` → the approval form naming the client, the account and the scopes (by the descriptions an operator set); with `decision` (approve or deny) → done, naming the client and the account. A code not accepted: the code form again, 400, saying why',
+      'One step of the verification page: `user_code` → the sign-in form, or within a browser session "Continue as USER" and "Use another account" (never an approval by itself); with `username`, `password` (which begin a browser session, setting its cookie) or `session=continue` → the approval form naming the client, the account and the scopes (by the descriptions an operator set); `session=another` → the sign-in form; with `decision` (approve or deny) → done, naming the client and the account. A code not accepted: the code form again, 400, saying why',
   })
-  @ApiHtmlResponse(200, 'the next step: the sign-in form, the approval form, "Device connected" or "Request denied"; or the sign-in form again saying "Wrong username or password."')
+  @ApiHtmlResponse(200, 'the next step: the sign-in form, "Continue as USER", the approval form (after a sign-in, with the session cookie `vc_session`, `__Host-vc_session` over https), "Device connected" or "Request denied"; or the sign-in form again saying "Wrong username or password."')
   @ApiHtmlResponse(
     400,
-    'the code form again, saying why: the code is missing, cannot be a code (its length or letters), is unknown, expired, already approved or denied, cancelled (its account disabled or signed out), or for a disabled or removed application, or the form is malformed; the sign-in form again when username or password is empty, or the approval form lacks its decision or one-time value',
+    'the code form again, saying why: the code is missing, cannot be a code (its length or letters), is unknown, expired, already approved or denied, cancelled (its account disabled or signed out), or for a disabled or removed application, or the form is malformed; the sign-in form again when username or password is empty, the approval form lacks its decision or one-time value, or "Continue as USER" was pressed after the session ended',
   )
   @ApiResponse({
     status: 303,
@@ -55,7 +55,8 @@ export class DeviceVerificationController {
   async submit(@Body() body: unknown, @Req() request: FastifyRequest, @Res() reply: FastifyReply) {
     // Every answer carries a fresh token: the next form is rendered with it and the cookie renewed.
     const fresh = newCsrfToken();
-    const outcome = await this.verification.submit(body, { cookie: csrfCookieValue(request, PAGE_PATH), fresh }, requesterOf(request), () => bindBrowser(request, reply));
+    const browser = { bind: () => bindBrowser(request, reply), session: sessionCookie(request) };
+    const outcome = await this.verification.submit(body, { cookie: csrfCookieValue(request, PAGE_PATH), fresh }, requesterOf(request), browser);
     if ('location' in outcome) {
       void reply.header('Cache-Control', 'no-store').header('Referrer-Policy', 'no-referrer').redirect(outcome.location, 303);
       return;
@@ -64,7 +65,12 @@ export class DeviceVerificationController {
   }
 }
 
-/** A page of the verification flow, with its CSRF cookie (also from the identity provider callback, which shows the approval form). */
-export function sendDevicePage(request: FastifyRequest, reply: FastifyReply, page: HtmlPage, csrfToken: string): void {
+/**
+ * A page of the verification flow, with its CSRF cookie, and the session cookie when a sign-in
+ * on it began a browser session (also from the identity provider callback, which shows the
+ * approval form after a brokered sign-in).
+ */
+export function sendDevicePage(request: FastifyRequest, reply: FastifyReply, page: DevicePage, csrfToken: string): void {
+  if (page.startedSession) setSessionCookie(request, reply, page.startedSession.secret, page.startedSession.lifetimeSeconds);
   sendHtmlPage(request, reply, page, { token: csrfToken, pagePath: PAGE_PATH });
 }

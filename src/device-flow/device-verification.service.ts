@@ -11,13 +11,16 @@ import { UpstreamFailure } from '../identity-providers/upstream-failure.js';
 import { UpstreamSignIn } from '../identity-providers/upstream-sign-in.service.js';
 import { messagePage } from '../common/html/page-layout.js';
 import { displayNameOf, type UserEntity } from '../users/user.entity.js';
+import { UsersService } from '../users/users.service.js';
+import { Env } from '../config/env.js';
 import { Metrics } from '../metrics/metrics.service.js';
 import { LoginAttempts, signInRefusal } from '../oauth-helper/login-attempts.service.js';
-import { DeviceCodesRepository, type FoundDeviceCode } from '../token/device-codes.repository.js';
+import { type BrowserSession, BrowserSessionsRepository } from '../sessions/browser-sessions.repository.js';
+import { DeviceCodesRepository, type DeviceSignIn, type FoundDeviceCode } from '../token/device-codes.repository.js';
 import { OAuthError } from '../token/oauth-error.js';
 import { type OAuthParams, readOAuthParams } from '../token/oauth-params.js';
 import { codeMessages, flawedCodeMessage } from './code-messages.js';
-import { approvalPage, codeEntryPage, decidedPage, deviceSignInPage } from './device-pages.js';
+import { approvalPage, codeEntryPage, continueAsPage, decidedPage, deviceSignInPage } from './device-pages.js';
 import { normalizeUserCode, userCodeFlaw } from './user-code.js';
 import { UserCodeThrottle } from './user-code-throttle.service.js';
 
@@ -31,11 +34,33 @@ interface FoundRequest {
   methods: SignInChoice;
 }
 
-/** What a step of the verification page answers: a page, or the browser sent to an identity provider. */
-export type VerificationOutcome = HtmlPage | { location: string };
+/** A page of the verification flow; `startedSession`: a sign-in on it began a browser session, whose cookie goes with the page. */
+export type DevicePage = HtmlPage & { startedSession?: { secret: string; lifetimeSeconds: number } };
 
-/** The browser's binding cookie, issued on first use: only a sign-in at a provider needs one. */
-type BrowserBinding = () => string;
+/** What a step of the verification page answers: a page, or the browser sent to an identity provider. */
+export type VerificationOutcome = DevicePage | { location: string };
+
+/** What the verification page knows of the browser. */
+export interface VerificationBrowser {
+  /** Its binding cookie, issued on first use: only a sign-in at a provider needs one. */
+  bind(): string;
+  /** Its session cookie's value, if any. */
+  session: string | undefined;
+}
+
+/** The user of a live browser session, with the sign-in that began it. */
+interface SignedInSession {
+  session: BrowserSession;
+  user: UserEntity;
+}
+
+/** The sign-in behind an approval form: its browser session's (begun by it, or continued). */
+type ApprovalSignIn = DeviceSignIn & { upstreamSessionId: string | null };
+
+/** Whether a client takes this user: a local one when it signs in locally, a brokered one when through their provider. */
+const admits = (methods: SignInChoice, user: UserEntity) => (user.provider === null ? methods.local : methods.providers.some(({ name }) => name === user.provider));
+
+const SESSION_ENDED = 'Your sign-in here has ended. Please sign in again.';
 
 interface Submission {
   params: OAuthParams;
@@ -75,6 +100,9 @@ export class DeviceVerificationService {
     private readonly events: SecurityEvents,
     private readonly methods: SignInMethods,
     private readonly upstream: UpstreamSignIn,
+    private readonly sessions: BrowserSessionsRepository,
+    private readonly users: UsersService,
+    private readonly env: Env,
   ) {}
 
   /** GET: the code form, pre-filled from `verification_uri_complete`; the user still confirms it. */
@@ -84,7 +112,7 @@ export class DeviceVerificationService {
     return this.codeForm(200, { csrfToken, userCode });
   }
 
-  async submit(body: unknown, csrf: { cookie?: string; fresh: string }, requester: Requester, browser: BrowserBinding): Promise<VerificationOutcome> {
+  async submit(body: unknown, csrf: { cookie?: string; fresh: string }, requester: Requester, browser: VerificationBrowser): Promise<VerificationOutcome> {
     let params: OAuthParams;
     try {
       params = readOAuthParams(body);
@@ -107,21 +135,23 @@ export class DeviceVerificationService {
     // Which form was sent, by its fields as sent: an empty field is absent from `params`.
     const sent = (name: string) => Object.hasOwn(body as object, name);
     if (sent('decision')) return this.decide(found, submission);
+    if (sent('session')) return params.get('session') === 'another' ? this.signInStep(found, csrf.fresh, browser) : this.continueSession(found, csrf.fresh, browser);
     if (sent('idp')) return this.toProvider(found, params.get('idp') ?? '', csrf.fresh, browser);
     if (sent('username') || sent('password')) return this.signIn(found, submission);
-    // A client that signs in through one provider only has nothing to choose: straight there.
-    const provider = onlyProvider(found.methods);
-    return provider ? this.toProvider(found, provider.name, csrf.fresh, browser) : this.signInPage(found, csrf.fresh, 200);
+    // Someone may have sent the code: a session's user is asked, never taken silently.
+    const signedIn = await this.sessionOf(found, browser.session);
+    return signedIn ? this.continueAs(found, signedIn, csrf.fresh) : this.signInStep(found, csrf.fresh, browser);
   }
 
   /**
    * A sign-in at a provider came back for this code (GET /sso/callback/NAME): the brokered user
-   * goes on to the approval form, as after a local sign-in.
+   * goes on to the approval form, as after a local sign-in, and their sign-in begins a browser
+   * session (the page carries its cookie).
    */
-  async upstreamSignedIn(typedCode: string, user: UserEntity, upstreamSessionId: string | null, csrfToken: string, requester: Requester): Promise<HtmlPage> {
+  async upstreamSignedIn(typedCode: string, user: UserEntity, upstreamSessionId: string | null, csrfToken: string, requester: Requester): Promise<DevicePage> {
     const found = await this.find(typedCode, requester.address, csrfToken);
     if ('html' in found) return found;
-    return this.approvalFor(found, user, upstreamSessionId, csrfToken);
+    return this.signedIn(found, user, upstreamSessionId, csrfToken);
   }
 
   /**
@@ -146,12 +176,44 @@ export class DeviceVerificationService {
     return page(200, messagePage('Sign-in cancelled', 'The device was not connected. It will tell you the sign-in was cancelled; you can close this page.'));
   }
 
+  /** The sign-in itself: a client that signs in through one provider only has nothing to choose (straight there); else the form. */
+  private signInStep(found: FoundRequest, csrfToken: string, browser: VerificationBrowser): Promise<VerificationOutcome> {
+    const provider = onlyProvider(found.methods);
+    return provider ? this.toProvider(found, provider.name, csrfToken, browser) : this.signInPage(found, csrfToken, 200);
+  }
+
+  /**
+   * The browser's live session, when the client takes its user (the session of a local user is
+   * no way into a client that signs in through a provider only, nor one of a provider's users
+   * into a client that does not use that provider).
+   */
+  private async sessionOf(found: FoundRequest, cookie: string | undefined): Promise<SignedInSession | undefined> {
+    const session = await this.sessions.find(cookie);
+    if (!session) return undefined;
+    const user = await this.users.findById(session.user.id);
+    return user && admits(found.methods, user) ? { session, user } : undefined;
+  }
+
+  /** "Continue as USER" or "Use another account", in place of the sign-in. */
+  private async continueAs(found: FoundRequest, { user }: SignedInSession, csrfToken: string): Promise<HtmlPage> {
+    const html = continueAsPage({ ...this.view(found, csrfToken), username: displayNameOf(user), providerName: this.providerNameOf(found, user) });
+    // "Use another account" may lead to the client's only provider.
+    return { ...page(200, html), formTargets: found.methods.providers.length > 0 ? await this.methods.formTargets() : [] };
+  }
+
+  /** "Continue as USER" pressed: the approval form, for the session's user (the session may have ended since the page was shown). */
+  private async continueSession(found: FoundRequest, csrfToken: string, browser: VerificationBrowser): Promise<HtmlPage> {
+    const signedIn = await this.sessionOf(found, browser.session);
+    if (!signedIn) return this.signInPage(found, csrfToken, 400, SESSION_ENDED);
+    return this.approvalFor(found, signedIn.user, signedIn.session, csrfToken);
+  }
+
   /** The round trip to a provider the client signs in with: a redirect there, or the sign-in form again saying why not. */
-  private async toProvider(found: FoundRequest, name: string, csrfToken: string, browser: BrowserBinding): Promise<VerificationOutcome> {
+  private async toProvider(found: FoundRequest, name: string, csrfToken: string, browser: VerificationBrowser): Promise<VerificationOutcome> {
     const provider = found.methods.providers.find((candidate) => candidate.name === name);
     if (!provider) return this.signInPage(found, csrfToken, 400, NOT_OFFERED);
     try {
-      return { location: await this.upstream.start(provider, { kind: 'device', userCode: found.userCode, clientId: found.client.id }, browser(), found.expiresAt) };
+      return { location: await this.upstream.start(provider, { kind: 'device', userCode: found.userCode, clientId: found.client.id }, browser.bind(), found.expiresAt) };
     } catch (error) {
       if (!(error instanceof UpstreamFailure)) throw error;
       const { retryAfter, title, message } = providerUnavailable(provider);
@@ -166,7 +228,7 @@ export class DeviceVerificationService {
   }
 
   /** Step 2 done: the approval form, which only this sign-in's value can submit. */
-  private async signIn(found: FoundRequest, { params, csrfToken, requester }: Submission): Promise<HtmlPage> {
+  private async signIn(found: FoundRequest, { params, csrfToken, requester }: Submission): Promise<DevicePage> {
     const username = params.get('username');
     const password = params.get('password');
     if (!found.methods.local) return this.signInPage(found, csrfToken, 400, providersOnly(found.client.name, found.methods.providers));
@@ -176,21 +238,36 @@ export class DeviceVerificationService {
       const refusal = signInRefusal(attempt);
       return this.signInPage(found, csrfToken, refusal.status, refusal.message, username, refusal.retryAfter);
     }
-    return this.approvalFor(found, attempt.user, null, csrfToken, username);
+    return this.signedIn(found, attempt.user, null, csrfToken, username);
   }
 
-  /** The approval form for a user who signed in (here or at a provider), which only this sign-in's value can submit. */
-  private async approvalFor(found: FoundRequest, user: UserEntity, upstreamSessionId: string | null, csrfToken: string, username?: string): Promise<HtmlPage> {
+  /** A sign-in here (a password, or a provider's in broker mode) begins a browser session, within which the approval form follows. */
+  private async signedIn(found: FoundRequest, user: UserEntity, upstreamSessionId: string | null, csrfToken: string, username?: string): Promise<DevicePage> {
+    const { secret, session } = await this.sessions.start(user.id, upstreamSessionId);
+    const approval = await this.approvalFor(found, user, session, csrfToken, username);
+    return { ...approval, startedSession: { secret, lifetimeSeconds: this.env.SESSION_TTL } };
+  }
+
+  /**
+   * The approval form for a user signed in within `signIn`'s browser session (begun here or at a
+   * provider, or continued), which only this sign-in's value can submit; the session's sign-in
+   * goes with the approval, for the grant's ID tokens.
+   */
+  private async approvalFor(found: FoundRequest, user: UserEntity, signIn: ApprovalSignIn, csrfToken: string, username?: string): Promise<HtmlPage> {
     const approvalNonce = randomToken(32);
-    if (!(await this.deviceCodes.signIn(found.userCode, user.id, user.tokensValidAfter, sha256(approvalNonce), upstreamSessionId))) {
+    const { authTime, sid, upstreamSessionId } = signIn;
+    if (!(await this.deviceCodes.signIn(found.userCode, user.id, user.tokensValidAfter, sha256(approvalNonce), upstreamSessionId, { authTime, sid }))) {
       // Still waiting: the account was signed out or disabled since its password was checked.
       return (await this.whyNoLongerPending(found.userCode, csrfToken)) ?? this.signInPage(found, csrfToken, 400, 'Please sign in again.', username);
     }
     const scopes = found.scope?.split(' ') ?? [];
     const { scopeDescriptions } = found.client;
-    // Two providers may each have an alice: say which one signed in.
-    const providerName = user.provider ? (found.methods.providers.find((provider) => provider.name === user.provider)?.displayName ?? user.provider) : undefined;
-    return page(200, approvalPage({ ...this.view(found, csrfToken), username: displayNameOf(user), scopes, scopeDescriptions, approvalNonce, providerName }));
+    return page(200, approvalPage({ ...this.view(found, csrfToken), username: displayNameOf(user), scopes, scopeDescriptions, approvalNonce, providerName: this.providerNameOf(found, user) }));
+  }
+
+  /** Two providers may each have an alice: the one a brokered user signs in with, by its display name. */
+  private providerNameOf(found: FoundRequest, user: UserEntity): string | undefined {
+    return user.provider ? (found.methods.providers.find((provider) => provider.name === user.provider)?.displayName ?? user.provider) : undefined;
   }
 
   /** Step 3: approve or deny, once. */

@@ -36,10 +36,19 @@ export interface FoundDeviceCode {
   expiresAt: Date;
 }
 
+/**
+ * The sign-in behind an approval form: when its user signed in and the browser session they
+ * signed in (or continued) in, for the ID tokens' `auth_time` and `sid`.
+ */
+export interface DeviceSignIn {
+  authTime: Date;
+  sid: string;
+}
+
 /** What one poll of a device code finds (RFC 8628 §3.5), after which the poll is recorded. */
 export type PollOutcome =
-  /** Approved: consumed by this poll, in its transaction. */
-  | { outcome: 'approved'; userId: string; scope: string | null; upstreamSessionId: string | null }
+  /** Approved: consumed by this poll, in its transaction; `signIn` null for codes approved before sign-ins were kept. */
+  | { outcome: 'approved'; userId: string; scope: string | null; upstreamSessionId: string | null; signIn: DeviceSignIn | null }
   /** Approved at an identity provider in relay mode: consumed by this poll; its tokens wait in relay_hand_overs. */
   | { outcome: 'relayed' }
   | { outcome: 'pending' | 'slow_down' | 'denied' | 'expired' }
@@ -57,7 +66,7 @@ export type PollOutcome =
 const POLL_SQL = `
   WITH ${issuableUserCte('(SELECT user_id FROM device_codes WHERE device_code_hash = $1 AND client_id = $2)')},
   found AS (
-    SELECT d.device_code_hash, d.status, d.user_id, d.upstream_session_id, ${currentScopeSql('d.scope', '$2')} AS scope,
+    SELECT d.device_code_hash, d.status, d.user_id, d.upstream_session_id, d.auth_time, d.sid, ${currentScopeSql('d.scope', '$2')} AS scope,
       CASE
         WHEN d.consumed_at IS NOT NULL THEN 'invalid'
         WHEN d.voided_at IS NOT NULL OR d.expires_at <= now() THEN 'expired'
@@ -77,7 +86,7 @@ const POLL_SQL = `
       interval_seconds = d.interval_seconds + CASE WHEN found.outcome = 'slow_down' THEN ${SLOW_DOWN_STEP_SECONDS} ELSE 0 END,
       consumed_at = CASE WHEN found.outcome IN ('approved', 'relayed') THEN now() ELSE d.consumed_at END
     FROM found WHERE d.device_code_hash = found.device_code_hash AND found.outcome NOT IN ('invalid', 'expired'))
-  SELECT outcome, user_id, scope, upstream_session_id FROM found`;
+  SELECT outcome, user_id, scope, upstream_session_id, auth_time, sid FROM found`;
 
 /** Device authorizations of the standard device flow (RFC 8628), every expiry by PostgreSQL's clock. */
 @Injectable()
@@ -127,19 +136,20 @@ export class DeviceCodesRepository {
   }
 
   /**
-   * A user signed in on the verification page: only the approval form carrying the value whose
-   * hash is stored here may decide (a later sign-in replaces it). False when no longer pending,
-   * or when the user was disabled or signed out since their password was checked (`userStamp`,
-   * their tokens_valid_after as read then).
+   * A user signed in on the verification page (or continued their browser session there): only
+   * the approval form carrying the value whose hash is stored here may decide (a later sign-in
+   * replaces it, and its `signIn`). False when no longer pending, or when the user was disabled
+   * or signed out since their password was checked (`userStamp`, their tokens_valid_after as
+   * read then).
    */
-  async signIn(userCode: string, userId: string, userStamp: Date | null, approvalNonceHash: Buffer, upstreamSessionId: string | null = null): Promise<boolean> {
+  async signIn(userCode: string, userId: string, userStamp: Date | null, approvalNonceHash: Buffer, upstreamSessionId: string | null, signIn: DeviceSignIn): Promise<boolean> {
     const [, affected]: [unknown, number] = await this.dataSource.query(
       `WITH ${issuableUserCte('$2::uuid')}
-       UPDATE device_codes d SET signed_in_user_id = u.id, approval_nonce_hash = $3, upstream_session_id = $5
+       UPDATE device_codes d SET signed_in_user_id = u.id, approval_nonce_hash = $3, upstream_session_id = $5, auth_time = $6, sid = $7
        FROM issuable_user u
        WHERE d.user_code = $1 AND d.status = 'pending' AND d.voided_at IS NULL AND d.expires_at > now()
          AND u.tokens_valid_after IS NOT DISTINCT FROM $4`,
-      [userCode, userId, approvalNonceHash, userStamp, upstreamSessionId],
+      [userCode, userId, approvalNonceHash, userStamp, upstreamSessionId, signIn.authTime, signIn.sid],
     );
     // A relayed sign-in this one replaces leaves nothing behind.
     if (affected === 1) await this.dataSource.query('DELETE FROM relay_hand_overs WHERE device_code_hash = (SELECT device_code_hash FROM device_codes WHERE user_code = $1)', [userCode]);
@@ -184,9 +194,15 @@ export class DeviceCodesRepository {
    * transaction, so the grant made from it commits with the consumption or not at all.
    */
   async poll(manager: EntityManager, deviceCodeHash: Buffer, clientId: string): Promise<PollOutcome> {
-    const [row]: { outcome: PollOutcome['outcome']; user_id: string | null; scope: string | null; upstream_session_id: string | null }[] = await manager.query(POLL_SQL, [deviceCodeHash, clientId]);
+    const [row]: { outcome: PollOutcome['outcome']; user_id: string | null; scope: string | null; upstream_session_id: string | null; auth_time: Date | null; sid: string | null }[] = await manager.query(
+      POLL_SQL,
+      [deviceCodeHash, clientId],
+    );
     if (!row) return { outcome: 'invalid' };
-    if (row.outcome === 'approved') return { outcome: 'approved', userId: row.user_id!, scope: row.scope, upstreamSessionId: row.upstream_session_id };
+    if (row.outcome === 'approved') {
+      const signIn = row.auth_time && row.sid ? { authTime: row.auth_time, sid: row.sid } : null;
+      return { outcome: 'approved', userId: row.user_id!, scope: row.scope, upstreamSessionId: row.upstream_session_id, signIn };
+    }
     return { outcome: row.outcome };
   }
 

@@ -21,9 +21,9 @@ const tables = async (url: string) =>
 
 const hasColumn = async (url: string, table: string, column: string) =>
   (await query(url, `SELECT 1 FROM information_schema.columns WHERE table_name = $1 AND column_name = $2`, [table, column])).length === 1;
-/** The last migration adds the grants' sign-in (auth_time, sid) for ID tokens; the one before it, the browser sessions. */
-const hasLast = (url: string) => hasColumn(url, 'grants', 'auth_time');
-const hasOneBeforeLast = (url: string) => hasColumn(url, 'browser_sessions', 'sid');
+/** The last migration adds the device codes' sign-in (auth_time, sid) for ID tokens; the one before it, the grants'. */
+const hasLast = (url: string) => hasColumn(url, 'device_codes', 'sid');
+const hasOneBeforeLast = (url: string) => hasColumn(url, 'grants', 'sid');
 
 describe('the migration commands of the README', () => {
   let url: string;

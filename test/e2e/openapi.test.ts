@@ -42,7 +42,7 @@ const FORM_FIELDS: Record<string, string[]> = {
   'post /sso/revoke': ['token', ...CLIENT_FIELDS],
   'post /sso/device_authorization': ['scope', ...CLIENT_FIELDS],
   'post /sso/authorize': ['response_type', 'client_id', 'state', 'csrf_token', 'username', 'password', 'idp', 'confirmation', 'decision', 'session'],
-  'post /sso/device': ['csrf_token', 'user_code', 'username', 'password', 'idp', 'decision', 'approval'],
+  'post /sso/device': ['csrf_token', 'user_code', 'session', 'username', 'password', 'idp', 'decision', 'approval'],
   'post /sso/userinfo': ['access_token'],
   'post /sso/logout': ['id_token_hint', 'client_id', 'post_logout_redirect_uri', 'state', 'csrf_token'],
 };
@@ -136,6 +136,10 @@ describe('OpenAPI description', () => {
     posted.push(...fieldsOf(page.html));
     await page.submit({ username: user.username, password: user.password });
     expect(page.html).toContain('value="approve"');
+    posted.push(...fieldsOf(page.html));
+    // The sign-in began a session: the next code asks "Continue as USER" or "Use another account".
+    await page.submit({ user_code: (await startDeviceAuthorization(app, client)).user_code });
+    expect(page.html).toContain('value="continue"');
     posted.push(...fieldsOf(page.html));
     expect(documented('post /sso/device')).toEqual(expect.arrayContaining(posted));
   });

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { decodeJwt } from 'jose';
 import type { Browser, BrowserContext } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -59,8 +60,51 @@ describe('the device flow through a real identity provider', () => {
     expect(await heading(page)).toBe('Device connected');
     expect(await page.locator('main p').textContent()).toBe(`${client.name} is now signed in as alice. Return to your device: it will finish by itself.`);
 
+    // The device keeps to its 1 s interval since its first poll (a quick sign-in would be slow_down).
+    await sleep(1_000);
     const polled = await pollDeviceToken(app, client, authorization.device_code);
     expect(polled.status).toBe(200);
     expect(decodeJwt(polled.body.access_token as string)).toMatchObject({ sub: (await linkedUser(app, 'corp', ALICE.sub)).id, client_id: client.id, scope: 'voyages:read' });
+  });
+
+  it('begins a browser session with the brokered sign-in: the next code asks "Continue as alice" instead of going to the provider, its ID token has the same sign-in, and a client that does not take her asks to sign in', async () => {
+    const client = await createSignInClient(app, ['corp'], { grants: [DEVICE_GRANT] });
+    context = await browser.newContext({ javaScriptEnabled: false });
+    context.setDefaultTimeout(10_000);
+    const page = await context.newPage();
+    const enterCode = async (authorization: { verification_uri: string; user_code: string }) => {
+      await page.goto(authorization.verification_uri);
+      await page.getByLabel('Code').fill(authorization.user_code);
+      await page.getByRole('button', { name: 'Continue' }).click();
+    };
+
+    const first = await startDeviceAuthorization(app, client, { scope: 'openid' });
+    const callback = nextCallback(page);
+    await enterCode(first);
+    await signInAtUpstream(page, { username: 'alice', password: ALICE.password });
+    await callback;
+    await page.getByRole('button', { name: 'Approve' }).click();
+    expect(await heading(page)).toBe('Device connected');
+    expect((await context.cookies()).find((cookie) => cookie.name === 'vc_session')).toMatchObject({ httpOnly: true, sameSite: 'Lax', path: '/' });
+
+    const second = await startDeviceAuthorization(app, client, { scope: 'openid' });
+    await enterCode(second);
+    expect(new URL(page.url()).origin).toBe(app.baseUrl);
+    expect(await heading(page)).toBe('Choose an account');
+    expect(await page.getByText('You are signed in as').textContent()).toBe('You are signed in as alice with Corp SSO.');
+    await page.getByRole('button', { name: 'Continue as alice' }).click();
+    expect(await heading(page)).toBe(`Connect ${client.name}?`);
+    await page.getByRole('button', { name: 'Approve' }).click();
+    expect(await heading(page)).toBe('Device connected');
+
+    const idTokens = await Promise.all([first, second].map(async ({ device_code }) => decodeJwt((await pollDeviceToken(app, client, device_code)).body.id_token as string)));
+    expect(idTokens[1]).toMatchObject({ sub: (await linkedUser(app, 'corp', ALICE.sub)).id, auth_time: idTokens[0].auth_time, sid: idTokens[0].sid });
+    expect(idTokens[0].sid).toEqual(expect.any(String));
+
+    // Her session is no way into a client whose users sign in with a password here.
+    const local = await createSignInClient(app, ['local'], { grants: [DEVICE_GRANT] });
+    await enterCode(await startDeviceAuthorization(app, local));
+    expect(await heading(page)).toBe('Sign in');
+    expect(await page.getByRole('button', { name: /Continue as/ }).count()).toBe(0);
   });
 });

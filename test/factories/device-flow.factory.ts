@@ -35,14 +35,16 @@ const unescapeHtml = (text: string) =>
   text.replaceAll('&quot;', '"').replaceAll('&#39;', "'").replaceAll('&lt;', '<').replaceAll('&gt;', '>').replaceAll('&amp;', '&');
 
 /**
- * The verification page driven with fetch, as a browser without JavaScript would: it keeps the
- * CSRF cookie and sends each form's hidden fields with what the user enters.
+ * The verification page driven with fetch, as a browser without JavaScript would: it keeps its
+ * cookies (the CSRF cookie, and the session cookie a sign-in sets) and sends each form's hidden
+ * fields with what the user enters.
  */
 export class VerificationPage {
   status = 0;
   html = '';
   headers = new Headers();
-  private cookie = '';
+  /** The browser's cookies, by name. */
+  readonly cookies = new Map<string, string>();
 
   private constructor(
     private readonly baseUrl: string,
@@ -50,9 +52,11 @@ export class VerificationPage {
     private readonly extraHeaders: Record<string, string>,
   ) {}
 
-  static async open(app: TestApp, query = '', headers: Record<string, string> = {}): Promise<VerificationPage> {
+  /** A new tab; with `cookies`, of a browser that already has them (another page's `cookies`). */
+  static async open(app: TestApp, query = '', headers: Record<string, string> = {}, cookies: ReadonlyMap<string, string> = new Map()): Promise<VerificationPage> {
     const page = new VerificationPage(app.baseUrl, headers);
-    await page.load(await fetch(`${app.baseUrl}/sso/device${query}`, { headers }));
+    for (const [name, value] of cookies) page.cookies.set(name, value);
+    await page.load(await fetch(`${app.baseUrl}/sso/device${query}`, { headers: { ...headers, cookie: page.cookieHeader() } }));
     return page;
   }
 
@@ -78,18 +82,27 @@ export class VerificationPage {
     await this.load(
       await fetch(`${this.baseUrl}/sso/device`, {
         method: 'POST',
-        headers: { ...this.extraHeaders, 'content-type': 'application/x-www-form-urlencoded', cookie: this.cookie },
+        headers: { ...this.extraHeaders, 'content-type': 'application/x-www-form-urlencoded', cookie: this.cookieHeader() },
         body: new URLSearchParams({ ...this.hidden, ...fields }),
       }),
     );
     return this;
   }
 
+  private cookieHeader() {
+    return [...this.cookies].map(([name, value]) => `${name}=${value}`).join('; ');
+  }
+
   private async load(response: Response) {
     this.status = response.status;
     this.headers = response.headers;
-    const setCookie = response.headers.get('set-cookie');
-    if (setCookie) this.cookie = setCookie.split(';')[0];
+    for (const line of response.headers.getSetCookie()) {
+      const [pair] = line.split(';');
+      const name = pair.slice(0, pair.indexOf('='));
+      const value = pair.slice(pair.indexOf('=') + 1);
+      if (value === '' || /max-age=0/i.test(line)) this.cookies.delete(name);
+      else this.cookies.set(name, value);
+    }
     this.html = await response.text();
   }
 }

@@ -6,6 +6,9 @@ import { DeviceCodesRepository, type NewDeviceCode, SLOW_DOWN_STEP_SECONDS } fro
 import { generateUserCode } from '../../src/device-flow/user-code.js';
 import { createTestDatabase, query } from '../setup/database.js';
 
+/** The sign-in behind an approval form (a browser session's). */
+const SIGN_IN = { authTime: new Date('2030-01-02T03:04:05Z'), sid: 'session-sid' };
+
 /** The device flow's storage on a real PostgreSQL: what a poll finds, and that polls on several connections see each other. */
 describe('DeviceCodesRepository', () => {
   let url: string;
@@ -35,7 +38,7 @@ describe('DeviceCodesRepository', () => {
   /** The user signs in on the verification page and decides with the approval form they were given. */
   const decide = async (code: NewDeviceCode, decision: 'approved' | 'denied') => {
     const nonceHash = randomBytes(32);
-    return (await codes.signIn(code.userCode, userId, null, nonceHash)) && codes.decide(code.userCode, nonceHash, decision);
+    return (await codes.signIn(code.userCode, userId, null, nonceHash, null, SIGN_IN)) && codes.decide(code.userCode, nonceHash, decision);
   };
   const interval = async (code: NewDeviceCode) =>
     (await query<{ interval_seconds: number }>(url, 'SELECT interval_seconds FROM device_codes WHERE device_code_hash = $1', [code.deviceCodeHash]))[0].interval_seconds;
@@ -67,18 +70,18 @@ describe('DeviceCodesRepository', () => {
     const code = await start({ scope: null });
     expect(await codes.findByUserCode(code.userCode)).toMatchObject({ clientId: 'tv', scope: null, state: 'pending', signedInUsername: null, signedInUserDisabled: false });
     const nonceHash = randomBytes(32);
-    expect(await codes.signIn(code.userCode, userId, null, nonceHash)).toBe(true);
+    expect(await codes.signIn(code.userCode, userId, null, nonceHash, null, SIGN_IN)).toBe(true);
     expect(await codes.decide(code.userCode, nonceHash, 'approved')).toEqual({ userId });
     expect(await codes.decide(code.userCode, nonceHash, 'denied')).toBeNull();
     expect(await codes.findByUserCode(code.userCode)).toMatchObject({ state: 'approved', signedInUsername: expect.any(String) });
-    expect(await codes.signIn(code.userCode, userId, null, randomBytes(32))).toBe(false);
+    expect(await codes.signIn(code.userCode, userId, null, randomBytes(32), null, SIGN_IN)).toBe(false);
   });
 
   it("takes a decision only from the latest sign-in's approval form", async () => {
     const code = await start();
     const [first, second] = [randomBytes(32), randomBytes(32)];
-    await codes.signIn(code.userCode, userId, null, first);
-    await codes.signIn(code.userCode, userId, null, second);
+    await codes.signIn(code.userCode, userId, null, first, null, SIGN_IN);
+    await codes.signIn(code.userCode, userId, null, second, null, SIGN_IN);
     expect(await codes.decide(code.userCode, first, 'approved')).toBeNull();
     expect(await codes.decide(code.userCode, randomBytes(32), 'approved')).toBeNull();
     expect(await codes.decide(code.userCode, second, 'denied')).toEqual({ userId });
@@ -88,7 +91,7 @@ describe('DeviceCodesRepository', () => {
     const code = await start();
     await decide(code, 'approved');
     expect(await poll(code, 'other')).toEqual({ outcome: 'invalid' });
-    expect(await poll(code)).toEqual({ outcome: 'approved', userId, scope: 'profile', upstreamSessionId: null });
+    expect(await poll(code)).toEqual({ outcome: 'approved', userId, scope: 'profile', upstreamSessionId: null, signIn: SIGN_IN });
     await lastPolledAgo(code, 60);
     expect(await poll(code)).toEqual({ outcome: 'invalid' });
   });

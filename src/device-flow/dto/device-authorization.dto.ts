@@ -3,7 +3,7 @@ import { ClientAuthenticationDto } from '../../token/dto/client-authentication.d
 
 /** POST /sso/device_authorization (RFC 8628 §3.1), for the OpenAPI description; the service reads the form itself. */
 export class DeviceAuthorizationRequestDto extends ClientAuthenticationDto {
-  @ApiPropertyOptional({ description: 'space-delimited scopes the client is registered with; shown to the user on the approval form', example: 'voyages:read' })
+  @ApiPropertyOptional({ description: 'space-delimited scopes the client is registered with, or OpenID scopes (`openid` adds an ID token to the device\'s token answer); shown to the user on the approval form', example: 'openid voyages:read' })
   scope?: string;
 }
 

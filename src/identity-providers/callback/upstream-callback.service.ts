@@ -123,6 +123,7 @@ export class UpstreamCallbackService {
       const hold = () => this.confirmations.hold(stateHash, { mode: 'broker', userId: user.id, upstreamSessionId: sessionId });
       return fromHelper(await this.login.awaitConfirmation(purpose.state, purpose.clientId, { providerName: provider.displayName, username: displayNameOf(user) }, hold), 'confirmation');
     }
+    // The sign-in begins a browser session: the page carries its cookie, which sendDevicePage sets.
     return { kind: 'page', page: await this.verification.upstreamSignedIn(purpose.userCode, user, sessionId, csrfToken, requester), form: 'device' };
   }
 }

@@ -55,7 +55,8 @@ export class DeviceCodeGrant implements GrantHandler<UserTokenResponse | Relayed
         }
         if (poll.outcome !== 'approved') return new OAuthError(...POLL_ERRORS[poll.outcome]);
         const grant = { clientId: client.id, userId: poll.userId, scope: poll.scope, flow: 'device' as const, upstreamSessionId: poll.upstreamSessionId };
-        const grantId = await this.grants.create(manager, grant);
+        // The ID tokens' auth_time and sid: the sign-in behind the approval, not the poll.
+        const grantId = await this.grants.create(manager, { ...grant, signIn: poll.signIn ?? undefined });
         return this.tokens.issue(manager, { ...grant, grantId }, { withRefreshToken: client.grants.includes('refresh_token') });
       });
       this.metrics.devicePolls.inc({ outcome: 'approved' });
