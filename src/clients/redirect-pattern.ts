@@ -72,6 +72,24 @@ export function parseRedirectPattern(text: string): RedirectPattern {
   return { kind: 'range', scheme, network, prefix, port: port === '*' ? '*' : portNumber, path: sample.pathname };
 }
 
+const LOOPBACK_RANGES = ['127.0.0.0/8', '::1/128'].map((cidr) => ipaddr.parseCIDR(cidr));
+
+/**
+ * Whether a standard authorization request's `redirect_uri` is allowed: registered exactly, or a
+ * loopback address on any port for a native app (RFC 8252 §7.3). The helper's private-network
+ * ranges are not for it (RFC 9700 §4.1.3): the helper's link names the device's host to the user,
+ * a standard request may be answered silently.
+ */
+export function isAppRedirectAllowed(url: URL, patterns: readonly string[]): boolean {
+  return patterns.some((text) => {
+    const pattern = parseRedirectPattern(text);
+    const loopbackOnly =
+      pattern.kind === 'exact' ||
+      LOOPBACK_RANGES.some(([base, basePrefix]) => base.kind() === pattern.network.kind() && pattern.prefix >= basePrefix && pattern.network.match(base, basePrefix));
+    return loopbackOnly && matchesRedirectPattern(url, pattern);
+  });
+}
+
 /** Whether `url` (from parseRedirectUrl) is allowed by `pattern`. */
 export function matchesRedirectPattern(url: URL, pattern: RedirectPattern): boolean {
   if (pattern.kind === 'exact') return url.href === pattern.url;

@@ -5,7 +5,7 @@ import { randomToken, sha256 } from '../common/crypto/opaque-token.js';
 import { csrfMatches, csrfRefusal, type HtmlPage } from '../common/html/html-reply.js';
 import type { Requester } from '../common/http/requester.js';
 import { SecurityEvents } from '../common/logging/security-events.js';
-import { type SignInChoice, SignInMethods, onlyProvider } from '../identity-providers/sign-in-methods.service.js';
+import { admitsUser, type SignInChoice, SignInMethods, onlyProvider } from '../identity-providers/sign-in-methods.service.js';
 import { NOT_OFFERED, providersOnly, providerUnavailable } from '../identity-providers/sign-in-messages.js';
 import { UpstreamFailure } from '../identity-providers/upstream-failure.js';
 import { UpstreamSignIn } from '../identity-providers/upstream-sign-in.service.js';
@@ -58,7 +58,6 @@ interface SignedInSession {
 type ApprovalSignIn = DeviceSignIn & { upstreamSessionId: string | null };
 
 /** Whether a client takes this user: a local one when it signs in locally, a brokered one when through their provider. */
-const admits = (methods: SignInChoice, user: UserEntity) => (user.provider === null ? methods.local : methods.providers.some(({ name }) => name === user.provider));
 
 const SESSION_ENDED = 'Your sign-in here has ended. Please sign in again.';
 
@@ -191,7 +190,7 @@ export class DeviceVerificationService {
     const session = await this.sessions.find(cookie);
     if (!session) return undefined;
     const user = await this.users.findById(session.user.id);
-    return user && admits(found.methods, user) ? { session, user } : undefined;
+    return user && admitsUser(found.methods, user) ? { session, user } : undefined;
   }
 
   /** "Continue as USER" or "Use another account", in place of the sign-in. */
@@ -243,9 +242,11 @@ export class DeviceVerificationService {
 
   /** A sign-in here (a password, or a provider's in broker mode) begins a browser session, within which the approval form follows. */
   private async signedIn(found: FoundRequest, user: UserEntity, upstreamSessionId: string | null, csrfToken: string, username?: string): Promise<DevicePage> {
-    const { secret, session } = await this.sessions.start(user.id, upstreamSessionId);
-    const approval = await this.approvalFor(found, user, session, csrfToken, username);
-    return { ...approval, startedSession: { secret, lifetimeSeconds: this.env.SESSION_TTL } };
+    const started = await this.sessions.start(user, upstreamSessionId);
+    // Signed out or disabled since the sign-in was checked: no session, and no approval form.
+    if (!started) return (await this.whyNoLongerPending(found.userCode, csrfToken)) ?? this.signInPage(found, csrfToken, 400, 'Please sign in again.', username);
+    const approval = await this.approvalFor(found, user, started.session, csrfToken, username);
+    return { ...approval, startedSession: { secret: started.secret, lifetimeSeconds: this.env.SESSION_TTL } };
   }
 
   /**

@@ -17,6 +17,10 @@ export interface SignInChoice {
 export const onlyProvider = (choice: SignInChoice): IdentityProviderEntity | undefined =>
   !choice.local && choice.providers.length === 1 ? choice.providers[0] : undefined;
 
+/** Whether a client's methods let `user` in: a portal user of the service needs `local`, a brokered one their provider. */
+export const admitsUser = (choice: SignInChoice, user: { provider: string | null }) =>
+  user.provider === null ? choice.local : choice.providers.some(({ name }) => name === user.provider);
+
 @Injectable()
 export class SignInMethods {
   constructor(

@@ -1,7 +1,8 @@
 import type { ClientEntity } from '../clients/client.entity.js';
-import { isRedirectAllowed } from '../clients/redirect-pattern.js';
+import { isAppRedirectAllowed } from '../clients/redirect-pattern.js';
 import { OAuthError } from '../token/oauth-error.js';
 import { type OAuthParams, readOAuthParams } from '../token/oauth-params.js';
+import { S256_CHALLENGE } from '../token/pkce.js';
 import { parseScope, userGrantScopes } from '../token/scope.js';
 
 /** RFC 6749 §4.1.2.1 and OpenID Connect Core §3.1.2.6: what an authorization request can be refused with at its redirect_uri. */
@@ -18,8 +19,6 @@ export type AuthorizationErrorCode =
 export type Prompt = 'none' | 'login' | 'consent' | 'select_account';
 const PROMPTS: readonly string[] = ['none', 'login', 'consent', 'select_account'];
 
-/** RFC 7636 §4.2: 43 to 128 characters of the unreserved set. */
-const CODE_CHALLENGE = /^[A-Za-z0-9._~-]{43,128}$/;
 /** What the service carries back to the client as it was sent (its `state`, `nonce`), bounded: they end in a URL and an ID token. */
 const ECHOED_MAX = 2048;
 
@@ -81,7 +80,7 @@ export async function readAuthorizationRequest(
   const redirectUri = params.get('redirect_uri');
   const redirectUrl = redirectUri === undefined || redirectUri.length > 2048 ? null : URL.parse(redirectUri);
   // Exactly as registered (RFC 9700 §4.1.3): no normalising, and no fragment (RFC 6749 §3.1.2).
-  if (!redirectUrl || redirectUrl.href !== redirectUri || redirectUrl.hash !== '' || !isRedirectAllowed(redirectUrl, client.redirectPatterns)) {
+  if (!redirectUrl || redirectUrl.href !== redirectUri || redirectUrl.hash !== '' || !isAppRedirectAllowed(redirectUrl, client.redirectPatterns)) {
     return { kind: 'page', message: `The request's redirect_uri is not one registered for ${client.name}.` };
   }
 
@@ -103,7 +102,7 @@ export async function readAuthorizationRequest(
   const codeChallenge = params.get('code_challenge');
   if (codeChallenge === undefined) return refuse('invalid_request', 'code_challenge is required (PKCE with S256)');
   if (params.get('code_challenge_method') !== 'S256') return refuse('invalid_request', 'code_challenge_method must be S256');
-  if (!CODE_CHALLENGE.test(codeChallenge)) return refuse('invalid_request', 'code_challenge is not 43 to 128 characters of the PKCE alphabet');
+  if (!S256_CHALLENGE.test(codeChallenge)) return refuse('invalid_request', 'code_challenge must be a base64url SHA-256 digest (43 characters)');
 
   let requested: string[];
   try {

@@ -42,6 +42,8 @@ export class LinkAnswers {
     signedIn: BrowserSession | { upstreamSessionId: string | null } = { upstreamSessionId: null },
   ): Promise<AuthorizeOutcome> {
     const session = 'sid' in signedIn ? signedIn : await this.startSession(user, signedIn.upstreamSessionId, browser);
+    // Signed out or disabled since the sign-in was checked: nothing is started, nor approved.
+    if (!session) return alreadyUsed();
     const { client, claims } = link;
     const approval = {
       stateId: claims.jti,
@@ -94,9 +96,9 @@ export class LinkAnswers {
   }
 
   /** A session for a user who just signed in here, its cookie set on the browser. */
-  private async startSession(user: ApprovingUser, upstreamSessionId: string | null, browser: Pick<LoginBrowser, 'startSession'>): Promise<BrowserSession> {
-    const { secret, session } = await this.sessions.start(user.id, upstreamSessionId);
-    browser.startSession(secret);
-    return session;
+  private async startSession(user: ApprovingUser, upstreamSessionId: string | null, browser: Pick<LoginBrowser, 'startSession'>): Promise<BrowserSession | undefined> {
+    const started = await this.sessions.start(user, upstreamSessionId);
+    if (started) browser.startSession(started.secret);
+    return started?.session;
   }
 }

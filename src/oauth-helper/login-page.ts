@@ -41,13 +41,13 @@ ${form.deviceHost ? `<p>Your sign-in is sent to the device at <strong>${escapeHt
  * The browser is signed in here already (single sign-on): the link goes on as that user only on
  * their word, or they sign in as someone else.
  */
-export function continueAsPage(view: { clientName: string; clientId: string; state: string; csrfToken: string; username: string }): string {
+export function continueAsPage(view: { clientName: string; clientId: string; state: string; csrfToken: string; username: string; deviceHost?: string }): string {
   const fields = { response_type: 'code', client_id: view.clientId, state: view.state, csrf_token: view.csrfToken };
   return pageLayout(
     `Continue to ${view.clientName}?`,
     `<h1>Continue to <strong>${escapeHtml(view.clientName)}</strong>?</h1>
 <p>You are signed in as <strong>${escapeHtml(view.username)}</strong>.</p>
-<form method="post" action="/sso/authorize">
+${view.deviceHost ? `<p>Your sign-in is sent to the device at <strong>${escapeHtml(view.deviceHost)}</strong>. Continue only if that is yours.</p>\n` : ''}<form method="post" action="/sso/authorize">
 ${Object.entries(fields).map(([name, value]) => hiddenInput(name, value)).join('\n')}
 <button type="submit" name="session" value="continue">Continue as ${escapeHtml(view.username)}</button>
 <button type="submit" name="session" value="another" class="secondary">Use another account</button>

@@ -3,7 +3,7 @@ import { csrfMatches, csrfRefusal } from '../common/html/html-reply.js';
 import type { Requester } from '../common/http/requester.js';
 import { messagePage } from '../common/html/page-layout.js';
 import { SignInConfirmations } from '../identity-providers/sign-in-confirmations.js';
-import { SignInMethods, onlyProvider } from '../identity-providers/sign-in-methods.service.js';
+import { admitsUser, SignInMethods, onlyProvider } from '../identity-providers/sign-in-methods.service.js';
 import { NOT_OFFERED, providersOnly, providerUnavailable } from '../identity-providers/sign-in-messages.js';
 import { UpstreamFailure } from '../identity-providers/upstream-failure.js';
 import { UpstreamSignIn } from '../identity-providers/upstream-sign-in.service.js';
@@ -39,23 +39,33 @@ export class LoginService {
   async show(query: unknown, csrfToken: string, browser: LoginBrowser): Promise<AuthorizeOutcome> {
     const link = isStandardRequest(query) ? await this.links.fromStandardRequest(query) : await this.links.verify(query);
     if ('kind' in link) return link;
-    const session = await this.sessions.find(browser.session);
+    const session = await this.usableSession(link, browser);
     const asked = link.claims.request;
-    if (asked) {
-      // OpenID Connect Core §3.1.2.1: prompt=login and an exceeded max_age ask for the sign-in again.
-      const usable = session && !asked.prompt?.includes('login') && (asked.max_age === undefined || Date.now() - session.authTime.getTime() <= asked.max_age * 1000) ? session : undefined;
-      if (asked.prompt?.includes('none')) return usable ? this.answers.approve(link, usable.user, browser, usable) : this.links.refuse(link, 'login_required', 'no one is signed in here in this browser');
-      // Single sign-on: a standard request is answered without a page, unless it asks for one.
-      if (usable && !asked.prompt?.includes('consent')) return this.answers.approve(link, usable.user, browser, usable);
-      if (usable) return this.continueAs(link, usable, csrfToken);
-    } else if (session) {
-      // The helper's link (someone may have sent it) is never answered silently.
-      return this.continueAs(link, session, csrfToken);
-    }
+    if (asked?.prompt?.includes('none')) return session ? this.answers.approve(link, session.user, browser, session) : this.links.refuse(link, 'login_required', 'no one is signed in here in this browser');
+    // Single sign-on: a standard request is answered without a page, unless it asks for one; the
+    // helper's link (someone may have sent it) never is.
+    if (session && asked && !asked.prompt?.includes('consent')) return this.answers.approve(link, session.user, browser, session);
+    if (session) return this.continueAs(link, session, csrfToken);
     return this.signInStep(link, csrfToken, browser);
   }
 
+  /**
+   * The browser's session, when it may answer this link: its user is one the client lets in (its
+   * sign-in methods), and a standard request does not ask for a fresh sign-in (prompt=login, or a
+   * max_age the session's sign-in exceeds; OpenID Connect Core §3.1.2.1).
+   */
+  private async usableSession(link: SignInLink, browser: LoginBrowser): Promise<BrowserSession | undefined> {
+    const session = await this.sessions.find(browser.session);
+    if (!session || !admitsUser(link.methods, session.user)) return undefined;
+    const asked = link.claims.request;
+    if (asked?.prompt?.includes('login')) return undefined;
+    if (asked?.max_age !== undefined && Date.now() - session.authTime.getTime() > asked.max_age * 1000) return undefined;
+    return session;
+  }
+
   async submit(body: unknown, csrf: { cookie?: string; fresh: string }, requester: Requester, browser: LoginBrowser): Promise<AuthorizeOutcome> {
+    // OpenID Connect Core §3.1.2.1: a standard request may come as a form post (the login form's own posts carry no redirect_uri).
+    if (isStandardRequest(body)) return this.show(body, csrf.fresh, browser);
     const link = await this.links.verify(body);
     if ('kind' in link) return link;
     const params = readOAuthParams(body);
@@ -68,7 +78,7 @@ export class LoginService {
     const asSession = params.get('session');
     if (asSession === 'another') return this.signInStep(link, csrf.fresh, browser);
     if (asSession !== undefined) {
-      const session = await this.sessions.find(browser.session);
+      const session = await this.usableSession(link, browser);
       if (!session) return this.form(link, csrf.fresh, 400, 'Your sign-in here has ended. Please sign in again.');
       return this.answers.approve(link, session.user, browser, session);
     }
@@ -141,7 +151,9 @@ export class LoginService {
 
   /** "Continue as USER": the browser's session may answer this link, on the user's word; or another account signs in. */
   private async continueAs(link: SignInLink, session: BrowserSession, csrfToken: string): Promise<AuthorizeOutcome> {
-    const html = continueAsPage({ clientName: link.client.name, clientId: link.client.id, state: link.state, csrfToken, username: displayNameOf(session.user) });
+    // As on the login form, the helper's link names the device its sign-in goes to.
+    const deviceHost = !link.claims.request && link.claims.redirect_url ? new URL(link.claims.redirect_url).host : undefined;
+    const html = continueAsPage({ clientName: link.client.name, clientId: link.client.id, state: link.state, csrfToken, username: displayNameOf(session.user), deviceHost });
     return { kind: 'page', status: 200, html, formTargets: await this.formTargets(link) };
   }
 

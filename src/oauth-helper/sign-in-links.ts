@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { ClientEntity } from '../clients/client.entity.js';
 import { ClientsService } from '../clients/clients.service.js';
-import { isRedirectAllowed } from '../clients/redirect-pattern.js';
+import { isAppRedirectAllowed, isRedirectAllowed } from '../clients/redirect-pattern.js';
 import type { HtmlPage } from '../common/html/html-reply.js';
 import { messagePage } from '../common/html/page-layout.js';
 import { Env } from '../config/env.js';
@@ -66,8 +66,10 @@ export class SignInLinks {
     try {
       const claims = await this.states.verify(state, client.id);
       if (await this.codes.isStateUsed(claims.jti)) return alreadyUsed();
-      const methods = await this.methods.of(client);
-      // Only when its one provider was deleted meanwhile (idp:delete checks, but not under the client's lock).
+      const offered = await this.methods.of(client);
+      // A relayed sign-in hands the provider's own tokens over: no ID token of the service, no nonce, so not for an app's standard request.
+      const methods = claims.request ? { ...offered, providers: offered.providers.filter((provider) => provider.mode === 'broker') } : offered;
+      // Only when its one provider was deleted meanwhile (idp:delete checks, but not under the client's lock), or relays.
       if (!methods.local && methods.providers.length === 0) return errorPage(`${client.name} has no way to sign in set up right now. Ask the administrator of this service.`, 'Sign-in is not available');
       return { client, state: state!, claims, methods };
     } catch (error) {
@@ -115,7 +117,8 @@ export class SignInLinks {
 export function deviceAddress({ client, claims }: SignInLink): URL | AuthorizeOutcome | undefined {
   if (!claims.redirect_url) return undefined;
   const location = new URL(claims.redirect_url);
-  return isRedirectAllowed(location, client.redirectPatterns) ? location : errorPage(`The device address is no longer allowed for this application. ${AGAIN}`);
+  const allowed = claims.request ? isAppRedirectAllowed : isRedirectAllowed;
+  return allowed(location, client.redirectPatterns) ? location : errorPage(`The device address is no longer allowed for this application. ${AGAIN}`);
 }
 
 /** The browser sent to the device with `params` added (`code` and `state`, or `error` and `state`). */

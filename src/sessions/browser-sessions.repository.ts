@@ -3,6 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
 import { randomToken, sha256 } from '../common/crypto/opaque-token.js';
 import { Env } from '../config/env.js';
+import { issuableUserCte } from '../token/revocations.js';
 import type { UserEntity } from '../users/user.entity.js';
 
 /** A live browser session, with what the pages and the approval need of its user. */
@@ -12,7 +13,7 @@ export interface BrowserSession {
   sid: string;
   authTime: Date;
   upstreamSessionId: string | null;
-  user: Pick<UserEntity, 'id' | 'username' | 'profile' | 'tokensValidAfter'>;
+  user: Pick<UserEntity, 'id' | 'username' | 'profile' | 'tokensValidAfter' | 'provider'>;
 }
 
 /**
@@ -28,26 +29,33 @@ export class BrowserSessionsRepository {
     private readonly env: Env,
   ) {}
 
-  /** A session for a user who just signed in; the cookie's value (only its hash is kept). */
-  async start(userId: string, upstreamSessionId: string | null): Promise<{ secret: string; session: BrowserSession }> {
+  /**
+   * A session for a user who just signed in; the cookie's value (only its hash is kept).
+   * `userStamp`: their tokens_valid_after as read when their sign-in was checked: a sign-out or a
+   * disable since then (the password check takes a while) starts nothing (undefined), as it
+   * refuses the approval (revocations.ts).
+   */
+  async start(user: { id: string; tokensValidAfter: Date | null }, upstreamSessionId: string | null): Promise<{ secret: string; session: BrowserSession } | undefined> {
     const secret = randomToken(32);
     const [row]: SessionRow[] = await this.dataSource.query(
-      `WITH started AS (
+      `WITH ${issuableUserCte('$3::uuid')},
+       started AS (
          INSERT INTO browser_sessions (secret_hash, sid, user_id, upstream_session_id, auth_time, expires_at)
-         VALUES ($1, $2, $3, $4, now(), now() + make_interval(secs => $5))
+         SELECT $1, $2, u.id, $4, now(), now() + make_interval(secs => $5) FROM issuable_user u
+         WHERE u.tokens_valid_after IS NOT DISTINCT FROM $6
          RETURNING id, sid, user_id, upstream_session_id, auth_time)
-       SELECT s.id, s.sid, s.upstream_session_id, s.auth_time, u.id AS user_id, u.username, u.profile, u.tokens_valid_after
+       SELECT s.id, s.sid, s.upstream_session_id, s.auth_time, u.id AS user_id, u.username, u.profile, u.tokens_valid_after, u.provider
        FROM started s JOIN portal_users u ON u.id = s.user_id`,
-      [sha256(secret), randomToken(16), userId, upstreamSessionId, this.env.SESSION_TTL],
+      [sha256(secret), randomToken(16), user.id, upstreamSessionId, this.env.SESSION_TTL, user.tokensValidAfter],
     );
-    return { secret, session: toSession(row) };
+    return row && { secret, session: toSession(row) };
   }
 
   /** The live session a cookie names, if any. */
   async find(secret: string | undefined): Promise<BrowserSession | undefined> {
     if (secret === undefined) return undefined;
     const [row]: SessionRow[] = await this.dataSource.query(
-      `SELECT s.id, s.sid, s.upstream_session_id, s.auth_time, u.id AS user_id, u.username, u.profile, u.tokens_valid_after
+      `SELECT s.id, s.sid, s.upstream_session_id, s.auth_time, u.id AS user_id, u.username, u.profile, u.tokens_valid_after, u.provider
        FROM browser_sessions s JOIN portal_users u ON u.id = s.user_id
        WHERE s.secret_hash = $1 AND s.ended_at IS NULL AND s.expires_at > now()
          AND u.disabled_at IS NULL AND (u.tokens_valid_after IS NULL OR s.auth_time > u.tokens_valid_after)`,
@@ -75,6 +83,7 @@ interface SessionRow {
   username: string;
   profile: UserEntity['profile'];
   tokens_valid_after: Date | null;
+  provider: string | null;
 }
 
 const toSession = (row: SessionRow): BrowserSession => ({
@@ -82,5 +91,5 @@ const toSession = (row: SessionRow): BrowserSession => ({
   sid: row.sid,
   authTime: row.auth_time,
   upstreamSessionId: row.upstream_session_id,
-  user: { id: row.user_id, username: row.username, profile: row.profile, tokensValidAfter: row.tokens_valid_after },
+  user: { id: row.user_id, username: row.username, profile: row.profile, tokensValidAfter: row.tokens_valid_after, provider: row.provider },
 });

@@ -20,6 +20,7 @@ const REFUSALS: { name: string; overrides: Record<string, string | undefined>; e
   { name: 'response_type=token', overrides: { response_type: 'token' }, error: 'unsupported_response_type' },
   { name: 'no PKCE challenge', overrides: { code_challenge: undefined, code_challenge_method: undefined }, error: 'invalid_request' },
   { name: 'the plain PKCE method', overrides: { code_challenge_method: 'plain' }, error: 'invalid_request' },
+  { name: 'a challenge no S256 digest can be', overrides: { code_challenge: 'a'.repeat(44) }, error: 'invalid_request' },
   { name: 'an unknown prompt', overrides: { prompt: 'sometimes' }, error: 'invalid_request' },
   { name: 'prompt=none with another', overrides: { prompt: 'none login' }, error: 'invalid_request' },
   { name: 'a max_age that is not seconds', overrides: { max_age: 'soon' }, error: 'invalid_request' },
@@ -99,7 +100,10 @@ describe('the standard authorization request', () => {
     const disabled = await createClient(app, { redirectPatterns: [LOOPBACK_PATTERN] });
     await app.get(ClientsService).setEnabled(disabled.id, false);
     const before = await stored();
+    const lanDevice = await createClient(app, { redirectPatterns: ['http://10.0.0.0/8:*/callback'] });
     const cases = [
+      // A private network range is the helper's (its link names the device's host): an app's request gets the exact URL or loopback only.
+      standard({ client_id: lanDevice.id, redirect_uri: 'http://10.1.2.3:9999/callback' }),
       standard({ client_id: 'no-such-client' }),
       standard({ client_id: disabled.id }),
       standard({ redirect_uri: 'https://attacker.example/callback' }),

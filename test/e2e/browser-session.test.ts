@@ -6,6 +6,9 @@ import { createClient, createUser, type TestClient } from '../factories/oauth.fa
 import { issueState } from '../factories/state.factory.js';
 import { LOOPBACK_PATTERN, pkcePair, userId } from '../factories/token-flow.factory.js';
 import { FormBrowser } from '../setup/form-browser.js';
+import { type ForgingProvider, startForgingProvider } from '../setup/upstream/forging-provider.js';
+import { createSignInClient, newKek, registerProvider } from '../factories/upstream.factory.js';
+import { BrowserSessionsRepository } from '../../src/sessions/browser-sessions.repository.js';
 import { startTestApp, type TestApp } from '../setup/test-app.js';
 
 // Single sign-on: a sign-in at the service leaves a session in the browser (cookie vc_session);
@@ -27,11 +30,17 @@ describe('the browser session (single sign-on)', () => {
   let client: TestClient;
   const { challenge } = pkcePair();
 
+  let forge: ForgingProvider;
+
   beforeAll(async () => {
-    app = await startTestApp({});
+    [app, forge] = await Promise.all([startTestApp({ KEYS_ENCRYPTION_KEY: newKek() }), startForgingProvider()]);
     client = await createClient(app, { redirectPatterns: [LOOPBACK_PATTERN] });
+    await registerProvider(app, forge, 'forge', 'Forge SSO');
   });
-  afterAll(() => app?.close());
+  afterAll(async () => {
+    await forge?.close();
+    await app?.close();
+  });
 
   const standard = (params: Record<string, string> = {}) =>
     `${app.baseUrl}/sso/authorize?${new URLSearchParams({ response_type: 'code', client_id: client.id, redirect_uri: REDIRECT, scope: 'openid', state: 's1', code_challenge: challenge, code_challenge_method: 'S256', ...params })}`;
@@ -96,6 +105,8 @@ describe('the browser session (single sign-on)', () => {
     expect(page.status).toBe(200);
     const html = await page.clone().text();
     expect(html).toContain(`You are signed in as <strong>${user.username}</strong>.`);
+    // As the login form does, it names the device the sign-in goes to.
+    expect(html).toContain('Your sign-in is sent to the device at <strong>127.0.0.1:8765</strong>. Continue only if that is yours.');
     expect(html).toContain(`Continue as ${user.username}</button>`);
     expect(html).toContain('Use another account</button>');
 
@@ -106,6 +117,53 @@ describe('the browser session (single sign-on)', () => {
     const continued = await browser.submit(await browser.get(link.authorize_url), app.baseUrl, { session: 'continue' });
     expect(continued.status).toBe(302);
     expect(Object.keys(redirectParams(continued)).sort()).toEqual(['code', 'state']);
+  });
+
+  it('never lets a session into a client that does not sign its user in that way: to the provider instead, login_required for prompt=none', async () => {
+    const browser = await signedIn(await createUser(app));
+    const providerOnly = await createSignInClient(app, ['forge'], { redirectPatterns: [LOOPBACK_PATTERN] });
+    const request = (params: Record<string, string> = {}) => standard({ client_id: providerOnly.id, ...params });
+    const answer = await browser.get(request());
+    expect(answer.status).toBe(302);
+    expect(new URL(answer.headers.get('location')!).origin).toBe(forge.issuer);
+    expect(redirectParams(await browser.get(request({ prompt: 'none' })))).toMatchObject({ error: 'login_required' });
+    // Nor the helper's link: its sign-in step, not "Continue as".
+    const link = await issueState(app, providerOnly.id, { redirect_url: REDIRECT });
+    expect(new URL((await browser.get(link.authorize_url)).headers.get('location')!).origin).toBe(forge.issuer);
+  });
+
+  it('takes "Continue as" only when the session may answer the link: not for a prompt=login request, whatever the form says', async () => {
+    const browser = await signedIn(await createUser(app));
+    const page = await browser.get(standard({ prompt: 'login' }));
+    expect(await page.clone().text()).toContain('name="password"');
+    const forced = await browser.submit(page, app.baseUrl, { session: 'continue' });
+    expect(forced.status).toBe(400);
+    expect(forced.headers.get('location')).toBeNull();
+  });
+
+  it('starts no session for a sign-in the user was signed out of meanwhile (the password check takes a while)', async () => {
+    const user = await createUser(app);
+    const id = await userId(app, user);
+    const stampBefore = (await app.get(UsersService).findById(id))!.tokensValidAfter;
+    await app.get(SignOutsRepository).signOutNow({ userId: id });
+    expect(await app.get(BrowserSessionsRepository).start({ id, tokensValidAfter: stampBefore }, null)).toBeUndefined();
+  });
+
+  it('offers an app’s standard request no relay-mode provider: the tokens it hands over are not the service’s', async () => {
+    await registerProvider(app, forge, 'forge-relay', 'Forge relay', 'relay');
+    const relayOnly = await createSignInClient(app, ['forge-relay'], { redirectPatterns: [LOOPBACK_PATTERN] });
+    const answer = await new FormBrowser().get(standard({ client_id: relayOnly.id }));
+    expect(answer.status).toBe(400);
+    expect(await answer.text()).toContain('has no way to sign in set up right now');
+    // The helper's link still relays.
+    const link = await issueState(app, relayOnly.id, { redirect_url: REDIRECT });
+    expect(new URL((await new FormBrowser().get(link.authorize_url)).headers.get('location')!).origin).toBe(forge.issuer);
+  });
+
+  it('takes a standard request posted as a form too (OpenID Connect Core §3.1.2.1)', async () => {
+    const posted = await new FormBrowser().post(`${app.baseUrl}/sso/authorize`, Object.fromEntries(new URL(standard()).searchParams));
+    expect(posted.status).toBe(200);
+    expect(await posted.text()).toContain('name="password"');
   });
 
   it('shows "Continue as USER" for prompt=consent within a session', async () => {
