@@ -101,12 +101,15 @@ describe('no upstream secret in a log line, a page or the database in the clear'
     expect((await page.goto(callbackUrl))!.status()).toBe(400);
     await shown(page);
 
-    // The device flow: code, provider (single sign-on now), approval.
+    // The device flow: code, the service's session offered ("Choose an account") but another
+    // sign-in at the provider chosen (single sign-on there now), approval.
     const device = await createSignInClient(app, ['corp'], { grants: [DEVICE_GRANT] });
     const authorization = await startDeviceAuthorization(app, device);
     await page.goto(authorization.verification_uri);
     await page.getByLabel('Code').fill(authorization.user_code);
     await page.getByRole('button', { name: 'Continue' }).click();
+    expect(await heading(page)).toBe('Choose an account');
+    await page.getByRole('button', { name: 'Use another account' }).click();
     await signInThere(page);
     expect(await heading(page)).toBe(`Connect ${device.name}?`);
     await shown(page);
