@@ -117,7 +117,8 @@ export async function readAuthorizationRequest(
   if (nonce !== undefined && nonce.length > ECHOED_MAX) return refuse('invalid_request', `nonce is longer than ${ECHOED_MAX} characters`);
   const prompt = (params.get('prompt') ?? '').split(' ').filter(Boolean);
   const unknownPrompt = prompt.find((value) => !PROMPTS.includes(value));
-  if (unknownPrompt !== undefined) return refuse('invalid_request', `prompt ${unknownPrompt.slice(0, 32)} is not supported`);
+  // Not echoed: error_description may hold only RFC 6749 §4.1.2.1's characters, and the value is the client's.
+  if (unknownPrompt !== undefined) return refuse('invalid_request', 'prompt may only be none, login, consent or select_account');
   if (prompt.includes('none') && prompt.length > 1) return refuse('invalid_request', 'prompt=none cannot be combined with another prompt');
   const maxAgeText = params.get('max_age');
   if (maxAgeText !== undefined && !/^\d{1,9}$/.test(maxAgeText)) return refuse('invalid_request', 'max_age is not a number of seconds');

@@ -46,6 +46,14 @@ export function expectProcessAlive(): void {
 /** Which tables an accepted answer may have changed (every table when absent). */
 export type StoreRule = (request: FuzzRequest, outcome: Extract<Outcome, { kind: 'response' }>) => readonly Table[] | 'any';
 
+/** A route's own property of an answer, checked after the common ones: the request as generated and as sent, its placeholders' values. */
+export type Inspection = (sent: {
+  request: FuzzRequest;
+  filled: FuzzRequest;
+  values: Map<string, string>;
+  outcome: Extract<Outcome, { kind: 'response' }>;
+}) => void | Promise<void>;
+
 /** Refused (4xx) answers store nothing; accepted ones may store anything. */
 export const refusalsStoreNothing: StoreRule = (_request, outcome) => (outcome.status >= 400 ? [] : 'any');
 
@@ -155,19 +163,20 @@ export class FuzzSession {
    */
   checkRequests(
     arbitrary: fc.Arbitrary<FuzzRequest>,
-    options: { stores?: StoreRule; beforeEach?: () => Promise<unknown>; runs?: number; examples?: FuzzRequest[] } = {},
+    options: { stores?: StoreRule; beforeEach?: () => Promise<unknown>; runs?: number; examples?: FuzzRequest[]; inspect?: Inspection } = {},
   ) {
     const stores = options.stores ?? refusalsStoreNothing;
     return this.check(
       arbitrary,
       async (request) => {
         await options.beforeEach?.();
-        const filled = await this.world.fill(request);
+        const { filled, values } = await this.world.fillWithValues(request);
         const before = await this.counts();
         const outcome = await this.sendFilled(request, filled);
         this.expectAnswered(request, outcome);
         const after = await this.counts();
         this.expectStoredOnly(before, after, stores(request, outcome), request, outcome);
+        await options.inspect?.({ request, filled, values, outcome });
         expectProcessAlive();
       },
       options.runs,

@@ -18,6 +18,7 @@ import {
   type TokenResponse,
 } from '../../factories/token-flow.factory.js';
 import { signIn } from '../../setup/browserless-login.js';
+import { FormBrowser } from '../../setup/form-browser.js';
 import { query } from '../../setup/database.js';
 import { startTestApp, type TestApp } from '../../setup/test-app.js';
 
@@ -87,11 +88,43 @@ export class World {
 
   /** Every `{{name}}` in the strings of `value` replaced; `fresh` holds this request's single-use values. */
   async fill<T>(value: T): Promise<T> {
+    return (await this.fillWithValues(value)).filled;
+  }
+
+  /** As fill, with the value each placeholder (and each `$`-named value behind it) got, for checks after the answer. */
+  async fillWithValues<T>(value: T): Promise<{ filled: T; values: Map<string, string> }> {
     const names = new Set<string>();
     collect(value, names);
     const fresh = new Map<string, string>();
     for (const name of names) fresh.set(name, await this.resolve(name, fresh));
-    return substitute(value, fresh);
+    return { filled: substitute(value, fresh), values: fresh };
+  }
+
+  /**
+   * A browser session of the world's user (the cookie's value), begun by a standard authorization
+   * request of the logout client, and the ID token that client got from it.
+   */
+  async signedInBrowser(): Promise<{ session: string; idToken: string }> {
+    const clientId = await this.logoutClientId();
+    const browser = new FormBrowser();
+    const url = `${this.app.baseUrl}/sso/authorize?${new URLSearchParams({ response_type: 'code', client_id: clientId, redirect_uri: LOOPBACK_REDIRECT, scope: 'openid', code_challenge: this.pkce.challenge, code_challenge_method: 'S256' })}`;
+    await this.resetLoginThrottle();
+    const login = await browser.submit(await browser.get(url), this.app.baseUrl, { ...this.user });
+    const code = login.status === 302 ? new URL(login.headers.get('location')!).searchParams.get('code') : null;
+    if (!code) throw new Error(`the standard sign-in answered ${login.status}`);
+    const tokens = await exchangeCode(this.app, { id: clientId, secret: this.cache.get('logout_client_secret')! }, code, { code_verifier: this.pkce.verifier, redirect_uri: LOOPBACK_REDIRECT });
+    if (tokens.status !== 200) throw new Error(`the standard code exchange answered ${tokens.status}: ${tokens.text}`);
+    return { session: browser.cookie('vc_session')!, idToken: String(tokens.body.id_token) };
+  }
+
+  /** A client with a registered post_logout_redirect_uri (LOGOUT_REDIRECT), created on first use. */
+  private async logoutClientId(): Promise<string> {
+    if (!this.cache.has('logout_client_id')) {
+      const created = await this.app.get(ClientsService).create({ name: `logout-${randomUUID()}`, redirectPatterns: [LOOPBACK_PATTERN], postLogoutRedirectUris: [LOGOUT_REDIRECT] });
+      this.cache.set('logout_client_secret', created.client_secret!);
+      this.cache.set('logout_client_id', created.client_id);
+    }
+    return this.cache.get('logout_client_id')!;
   }
 
   private async resolve(name: string, fresh: Map<string, string>): Promise<string> {
@@ -270,6 +303,30 @@ export class World {
           if (exchanged.status !== 200) throw new Error(`the device code exchange answered ${exchanged.status}: ${exchanged.text}`);
           return device_code;
         });
+      // The standard authorization request and logout: a browser session of the world's user and
+      // the ID token of that sign-in (fresh for each request: a logout may end it), the logout
+      // client, and ID tokens the session's user did not get (another user's, a forged one).
+      case 'session':
+      case 'id_token': {
+        if (!fresh.has('$signin')) fresh.set('$signin', JSON.stringify(await this.signedInBrowser()));
+        const signedIn = JSON.parse(fresh.get('$signin')!) as { session: string; idToken: string };
+        return name === 'session' ? signedIn.session : signedIn.idToken;
+      }
+      case 'logout_client_id':
+        return this.logoutClientId();
+      case 'logout_redirect':
+        return LOGOUT_REDIRECT;
+      case 'other_user_id_token':
+        return once('other_user_id_token', async () => {
+          const clientId = await this.logoutClientId();
+          const other = await createUser(app);
+          const url = `${app.baseUrl}/sso/authorize?${new URLSearchParams({ response_type: 'code', client_id: clientId, redirect_uri: LOOPBACK_REDIRECT, scope: 'openid', code_challenge: this.pkce.challenge, code_challenge_method: 'S256' })}`;
+          const code = new URL((await signIn(url, other)).headers.get('location')!).searchParams.get('code')!;
+          const tokens = await exchangeCode(app, { id: clientId, secret: this.cache.get('logout_client_secret')! }, code, { code_verifier: this.pkce.verifier, redirect_uri: LOOPBACK_REDIRECT });
+          return String(tokens.body.id_token);
+        });
+      case 'forged_id_token':
+        return flipSignatureByte(await this.resolve('other_user_id_token', fresh));
       case 'recipient':
         return subscriber.id;
       case 'uuid':
@@ -309,6 +366,9 @@ export class World {
 
 /** What the device client may ask for. */
 export const DEVICE_SCOPES = ['voyages:read', 'reports:read'] as const;
+
+/** Where the logout client's users may be sent after signing out (its registered post_logout_redirect_uri). */
+export const LOGOUT_REDIRECT = 'http://127.0.0.1:8765/signed-out';
 
 /** What the OpenID Connect client may ask for. */
 export const OIDC_SCOPES = ['openid', 'profile', 'email'] as const;
