@@ -1,8 +1,7 @@
 import { ArrayMinSize, ArrayUnique, IsArray, IsIn, IsString, Matches, MaxLength, MinLength } from 'class-validator';
 import { PlainText } from '../../common/validation/storable-text.js';
 import { GRANT_TYPES, type GrantType, ID_TOKEN_ALGS, type IdTokenAlg, TOKEN_ENDPOINT_AUTH_METHODS, type TokenEndpointAuthMethod } from '../client.entity.js';
-import { IsPostLogoutRedirect } from '../is-post-logout-redirect.decorator.js';
-import { IsRedirectPattern } from '../is-redirect-pattern.decorator.js';
+import { IsPostLogoutRedirect, IsRedirectPattern } from '../url-validators.js';
 import { IsScopeDescriptions } from '../is-scope-descriptions.decorator.js';
 
 /** RFC 6749 §3.3 scope-token: printable ASCII except space, `"` and `\`. */
