@@ -83,11 +83,6 @@ export class AccessTokens implements OnApplicationShutdown {
     this.revocationListeners.push(listener);
   }
 
-  /** The signing key, fetched before a caller commits what the token will deliver (see JwtSigner.prepare). */
-  signing(): Promise<JwtSigning> {
-    return this.signer.prepare();
-  }
-
   async issue(token: NewAccessToken, signing?: JwtSigning): Promise<string> {
     return (signing ?? (await this.signer.prepare())).sign(
       {
