@@ -42,9 +42,9 @@ export class LoginService {
     const session = await this.usableSession(link, browser);
     const asked = link.claims.request;
     if (asked?.prompt?.includes('none')) return session ? this.answers.approve(link, session.user, browser, session) : this.links.refuse(link, 'login_required', 'no one is signed in here in this browser');
-    // Single sign-on: a standard request is answered without a page, unless it asks for one; the
-    // helper's link (someone may have sent it) never is.
-    if (session && asked && !asked.prompt?.includes('consent')) return this.answers.approve(link, session.user, browser, session);
+    // Single sign-on: a standard request is answered without a page, unless it asks for one
+    // (consent, or select_account: the account choice); the helper's link (someone may have sent it) never is.
+    if (session && asked && !asked.prompt?.some((prompt) => prompt === 'consent' || prompt === 'select_account')) return this.answers.approve(link, session.user, browser, session);
     if (session) return this.continueAs(link, session, csrfToken);
     return this.signInStep(link, csrfToken, browser);
   }

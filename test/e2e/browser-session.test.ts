@@ -166,6 +166,16 @@ describe('the browser session (single sign-on)', () => {
     expect(await posted.text()).toContain('name="password"');
   });
 
+  it('shows the account choice for prompt=select_account within a session', async () => {
+    const user = await createUser(app);
+    const browser = await signedIn(user);
+    const page = await browser.get(standard({ prompt: 'select_account' }));
+    expect(page.status).toBe(200);
+    const html = await page.text();
+    expect(html).toContain(`Continue as ${user.username}</button>`);
+    expect(html).toContain('Use another account</button>');
+  });
+
   it('shows "Continue as USER" for prompt=consent within a session', async () => {
     const browser = await signedIn(await createUser(app));
     const page = await browser.get(standard({ prompt: 'consent' }));
