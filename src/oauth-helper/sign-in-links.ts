@@ -94,13 +94,13 @@ export class SignInLinks {
   }
 
   /**
-   * The browser sent back to where the link's sign-in goes: the helper's device gets its `state`
-   * back; a standard request's client its own `state` and the issuer (RFC 9207).
+   * The browser sent back to where the link's sign-in goes, with the issuer (RFC 9207: every
+   * authorization response names it, so a client talking to several servers can tell whose code
+   * it holds): the helper's device gets its signed `state` back; a standard request's client its own.
    */
   toClient(link: SignInLink, device: URL, params: Record<string, string>): AuthorizeOutcome {
     const asked = link.claims.request;
-    if (!asked) return toDevice(device, { ...params, state: link.state });
-    return { kind: 'redirect', location: authorizationResponse(device.href, this.env.identityUrl, { ...params, state: asked.state }) };
+    return { kind: 'redirect', location: authorizationResponse(device.href, this.env.identityUrl, { ...params, state: asked ? asked.state : link.state }) };
   }
 
   /** A standard request refused at its redirect_uri (OpenID Connect Core §3.1.2.6). */
@@ -119,11 +119,4 @@ export function deviceAddress({ client, claims }: SignInLink): URL | AuthorizeOu
   const location = new URL(claims.redirect_url);
   const allowed = claims.request ? isAppRedirectAllowed : isRedirectAllowed;
   return allowed(location, client.redirectPatterns) ? location : errorPage(`The device address is no longer allowed for this application. ${AGAIN}`);
-}
-
-/** The browser sent to the device with `params` added (`code` and `state`, or `error` and `state`). */
-function toDevice(device: URL, params: Record<string, string>): AuthorizeOutcome {
-  const location = new URL(device);
-  for (const [name, value] of Object.entries(params)) location.searchParams.append(name, value);
-  return { kind: 'redirect', location: location.href };
 }

@@ -116,7 +116,7 @@ describe('the browser session (single sign-on)', () => {
 
     const continued = await browser.submit(await browser.get(link.authorize_url), app.baseUrl, { session: 'continue' });
     expect(continued.status).toBe(302);
-    expect(Object.keys(redirectParams(continued)).sort()).toEqual(['code', 'state']);
+    expect(Object.keys(redirectParams(continued)).sort()).toEqual(['code', 'iss', 'state']);
   });
 
   it('never lets a session into a client that does not sign its user in that way: to the provider instead, login_required for prompt=none', async () => {

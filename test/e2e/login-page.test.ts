@@ -295,7 +295,7 @@ describe('/sso/authorize login page', () => {
       expect(await response.text()).toContain('The device address is no longer allowed for this application.');
     });
 
-    it('redirects to the device URL with code and the issued state appended when the state carries a redirect_url', async () => {
+    it('redirects to the device URL with code, the issued state and the issuer (RFC 9207) appended when the state carries a redirect_url', async () => {
       const user = await createUser(app);
       for (const redirectUrl of [DEVICE_URL, LAN_URL]) {
         const { authorize_url, code_url, state } = await issueState(app, client.id, { redirect_url: redirectUrl });
@@ -305,9 +305,10 @@ describe('/sso/authorize login page', () => {
         expect(response.headers.get('referrer-policy')).toBe('no-referrer');
         const location = new URL(response.headers.get('location')!);
         expect(`${location.origin}${location.pathname}`).toBe(redirectUrl);
-        expect([...location.searchParams.keys()]).toEqual(['code', 'state']);
+        expect([...location.searchParams.keys()]).toEqual(['code', 'state', 'iss']);
         expect(location.searchParams.get('code')).toMatch(/^[A-Za-z0-9_-]{43}$/);
         expect(location.searchParams.get('state')).toBe(state);
+        expect(location.searchParams.get('iss')).toBe(app.baseUrl);
         // The code went with the browser; the poll endpoint has nothing for this state.
         expect(await pollStatus(code_url)).toBe(404);
       }

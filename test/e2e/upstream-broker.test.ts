@@ -113,7 +113,7 @@ describe('broker mode through a real identity provider', () => {
       expect(await page.textContent('body')).toBe('device got the answer');
       expect(device.received).toHaveLength(1);
       const [back] = device.received;
-      expect([...back.searchParams.keys()].sort()).toEqual(['code', 'state']);
+      expect([...back.searchParams.keys()].sort()).toEqual(['code', 'iss', 'state']);
       expect(back.searchParams.get('state')).toBe(config.state);
       const exchanged = await exchangeCode(app, client, back.searchParams.get('code')!);
       expect(exchanged.status).toBe(200);

@@ -51,7 +51,7 @@ describe('a sign-in cancelled at the identity provider', () => {
 
       expect(await page.textContent('body')).toBe('device got the answer');
       expect(device.received).toHaveLength(1);
-      expect(Object.fromEntries(device.received[0].searchParams)).toEqual({ error: 'access_denied', state: config.state });
+      expect(Object.fromEntries(device.received[0].searchParams)).toEqual({ error: 'access_denied', state: config.state, iss: app.baseUrl });
     } finally {
       await device.close();
     }

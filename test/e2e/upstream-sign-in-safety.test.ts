@@ -114,7 +114,7 @@ describe('a sign-in through a provider is the user’s own act', () => {
 
       await confirmSignIn(page);
       expect(device.received).toHaveLength(1);
-      expect([...device.received[0].searchParams.keys()].sort()).toEqual(['code', 'state']);
+      expect([...device.received[0].searchParams.keys()].sort()).toEqual(['code', 'iss', 'state']);
     } finally {
       await device.close();
     }
@@ -133,7 +133,7 @@ describe('a sign-in through a provider is the user’s own act', () => {
       expect((await held())[0].sealed).toBeInstanceOf(Buffer);
 
       await confirmSignIn(page, 'Cancel');
-      expect(device.received.map((url) => Object.fromEntries(url.searchParams))).toEqual([{ error: 'access_denied', state: link.state }]);
+      expect(device.received.map((url) => Object.fromEntries(url.searchParams))).toEqual([{ error: 'access_denied', state: link.state, iss: app.baseUrl }]);
       expect((await held())[0].sealed).toBeNull();
       const [handedOver] = await query<{ count: number }>(app.databaseUrl, 'SELECT count(*)::int AS count FROM relay_hand_overs WHERE client_id = $1', [client.id]);
       expect(handedOver.count).toBe(0);
