@@ -1,5 +1,6 @@
 import type { ClientEntity } from '../clients/client.entity.js';
 import { isAppRedirectAllowed } from '../clients/redirect-pattern.js';
+import type { IdTokenHint } from '../token/id-token-hints.js';
 import { OAuthError } from '../token/oauth-error.js';
 import { type OAuthParams, readOAuthParams } from '../token/oauth-params.js';
 import { S256_CHALLENGE } from '../token/pkce.js';
@@ -37,6 +38,14 @@ export interface AuthorizationRequest {
   prompt: Prompt[];
   maxAge?: number;
   loginHint?: string;
+  /** The user an `id_token_hint` names: only they may answer the request (OpenID Connect Core §3.1.2.1). */
+  hintedUserId?: string;
+}
+
+/** What reading a request looks up: the client, and who an ID token the service issued names. */
+export interface RequestLookups {
+  findClient: (id: string) => Promise<ClientEntity | null>;
+  readIdTokenHint: (token: string) => Promise<IdTokenHint | undefined>;
 }
 
 /** How reading a request ended: the request, an error only the user may see (a page), or an error for the client (a redirect). */
@@ -63,7 +72,7 @@ export function authorizationResponse(redirectUri: string, issuer: string, param
  */
 export async function readAuthorizationRequest(
   query: unknown,
-  findClient: (id: string) => Promise<ClientEntity | null>,
+  lookups: RequestLookups,
   issuer: string,
 ): Promise<ReadAuthorizationRequest> {
   let params: OAuthParams;
@@ -74,7 +83,7 @@ export async function readAuthorizationRequest(
     throw error;
   }
   const clientId = params.get('client_id');
-  const client = clientId === undefined || clientId.length > 256 ? null : await findClient(clientId);
+  const client = clientId === undefined || clientId.length > 256 ? null : await lookups.findClient(clientId);
   if (!client) return { kind: 'page', message: 'The request is for an application that is not registered here.' };
   if (!client.enabled) return { kind: 'page', message: `${client.name} has been disabled by an administrator, so it cannot sign in.` };
   const redirectUri = params.get('redirect_uri');
@@ -123,6 +132,9 @@ export async function readAuthorizationRequest(
   const maxAgeText = params.get('max_age');
   if (maxAgeText !== undefined && !/^\d{1,9}$/.test(maxAgeText)) return refuse('invalid_request', 'max_age is not a number of seconds');
   const loginHint = params.get('login_hint');
+  const idTokenHint = params.get('id_token_hint');
+  const hint = idTokenHint === undefined || idTokenHint.length > 8192 ? undefined : await lookups.readIdTokenHint(idTokenHint);
+  if (idTokenHint !== undefined && hint?.aud !== client.id) return refuse('invalid_request', 'id_token_hint is not an ID token this server issued to this client');
 
   return {
     kind: 'request',
@@ -136,6 +148,7 @@ export async function readAuthorizationRequest(
       prompt: prompt as Prompt[],
       maxAge: maxAgeText === undefined ? undefined : Number(maxAgeText),
       loginHint: loginHint !== undefined && loginHint.length <= 256 ? loginHint : undefined,
+      hintedUserId: hint?.sub,
     },
   };
 }

@@ -45,6 +45,10 @@ export class LinkAnswers {
     // Signed out or disabled since the sign-in was checked: nothing is started, nor approved.
     if (!session) return alreadyUsed();
     const { client, claims } = link;
+    // Core §3.1.2.1: the request named its user by an ID token, and someone else signed in.
+    if (claims.request?.hinted_sub !== undefined && claims.request.hinted_sub !== user.id) {
+      return this.links.refuse(link, 'login_required', 'the user who signed in is not the one id_token_hint names');
+    }
     const approval = {
       stateId: claims.jti,
       clientId: client.id,

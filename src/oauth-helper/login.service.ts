@@ -52,7 +52,8 @@ export class LoginService {
   /**
    * The browser's session, when it may answer this link: its user is one the client lets in (its
    * sign-in methods), and a standard request does not ask for a fresh sign-in (prompt=login, or a
-   * max_age the session's sign-in exceeds; OpenID Connect Core §3.1.2.1).
+   * max_age the session's sign-in exceeds) nor for another user (id_token_hint; OpenID Connect
+   * Core §3.1.2.1).
    */
   private async usableSession(link: SignInLink, browser: LoginBrowser): Promise<BrowserSession | undefined> {
     const session = await this.sessions.find(browser.session);
@@ -60,6 +61,7 @@ export class LoginService {
     const asked = link.claims.request;
     if (asked?.prompt?.includes('login')) return undefined;
     if (asked?.max_age !== undefined && Date.now() - session.authTime.getTime() > asked.max_age * 1000) return undefined;
+    if (asked?.hinted_sub !== undefined && asked.hinted_sub !== session.user.id) return undefined;
     return session;
   }
 

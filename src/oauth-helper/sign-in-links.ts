@@ -7,6 +7,7 @@ import { messagePage } from '../common/html/page-layout.js';
 import { Env } from '../config/env.js';
 import { type SignInChoice, SignInMethods } from '../identity-providers/sign-in-methods.service.js';
 import { AuthorizationCodeIssuer } from '../token/authorization-code-issuer.js';
+import { IdTokenHints } from '../token/id-token-hints.js';
 import { OAuthError } from '../token/oauth-error.js';
 import { type OAuthParams, readOAuthParams } from '../token/oauth-params.js';
 import { authorizationResponse, readAuthorizationRequest } from './authorization-request.js';
@@ -46,6 +47,7 @@ export class SignInLinks {
     private readonly states: StateTokens,
     private readonly codes: AuthorizationCodeIssuer,
     private readonly methods: SignInMethods,
+    private readonly hints: IdTokenHints,
     private readonly env: Env,
   ) {}
 
@@ -85,11 +87,13 @@ export class SignInLinks {
    * login page carries it, and it yields one code); errors the client may learn go back to it.
    */
   async fromStandardRequest(query: unknown): Promise<SignInLink | AuthorizeOutcome> {
-    const read = await readAuthorizationRequest(query, (id) => this.clients.find(id), this.env.identityUrl);
+    const lookups = { findClient: (id: string) => this.clients.find(id), readIdTokenHint: (token: string) => this.hints.read(token) };
+    const read = await readAuthorizationRequest(query, lookups, this.env.identityUrl);
     if (read.kind === 'page') return errorPage(`${read.message} Go back to the application and try again; if this happens again, tell its maker.`, 'This sign-in request does not work');
     if (read.kind === 'redirect') return read;
-    const { client, redirectUri, codeChallenge, prompt, maxAge, loginHint, scope, state, nonce } = read.request;
-    const link = await this.states.issue({ clientId: client.id, redirectUrl: redirectUri, codeChallenge, request: { scope, state, nonce, prompt, max_age: maxAge, login_hint: loginHint } });
+    const { client, redirectUri, codeChallenge, prompt, maxAge, loginHint, hintedUserId, scope, state, nonce } = read.request;
+    const request = { scope, state, nonce, prompt, max_age: maxAge, login_hint: loginHint, hinted_sub: hintedUserId };
+    const link = await this.states.issue({ clientId: client.id, redirectUrl: redirectUri, codeChallenge, request });
     return this.verify({ response_type: 'code', client_id: client.id, state: link });
   }
 

@@ -26,6 +26,8 @@ export interface RequestClaims {
   prompt?: Prompt[];
   max_age?: number;
   login_hint?: string;
+  /** The user the request's id_token_hint names (their id, the ID tokens' `sub`). */
+  hinted_sub?: string;
 }
 
 const EXPIRED = 'state has expired';

@@ -7,10 +7,10 @@ import { IdentityProvidersService } from '../identity-providers/identity-provide
 import { UpstreamClients } from '../identity-providers/upstream-clients.service.js';
 import { UpstreamSessionsRepository } from '../identity-providers/upstream-sessions.repository.js';
 import { BrowserSessionsRepository } from '../sessions/browser-sessions.repository.js';
+import { IdTokenHints } from '../token/id-token-hints.js';
 import { OAuthError } from '../token/oauth-error.js';
 import { type OAuthParams, readOAuthParams } from '../token/oauth-params.js';
 import { displayNameOf } from '../users/user.entity.js';
-import { IdTokenHints } from './id-token-hints.js';
 import { confirmLogoutPage, signedOutPage } from './logout-pages.js';
 
 /** What /sso/logout answers; `endSession`: the browser's session cookie is to be cleared. */

@@ -4,9 +4,9 @@ import { IdentityProvidersModule } from '../identity-providers/identity-provider
 import { KeysModule } from '../keys/keys.module.js';
 import { NotificationModule } from '../notification/notification.module.js';
 import { SessionsModule } from '../sessions/sessions.module.js';
+import { TokenModule } from '../token/token.module.js';
 import { UsersModule } from '../users/users.module.js';
 import { DiscoveryController } from './discovery.controller.js';
-import { IdTokenHints } from './id-token-hints.js';
 import { LogoutController } from './logout.controller.js';
 import { LogoutService } from './logout.service.js';
 import { UserinfoController } from './userinfo.controller.js';
@@ -14,8 +14,8 @@ import { UserinfoService } from './userinfo.service.js';
 
 /** OpenID Connect's own routes: the discovery document, userinfo and logout. The bearer checks are the notification routes' own. */
 @Module({
-  imports: [ClientsModule, IdentityProvidersModule, KeysModule, NotificationModule, SessionsModule, UsersModule],
+  imports: [ClientsModule, IdentityProvidersModule, KeysModule, NotificationModule, SessionsModule, TokenModule, UsersModule],
   controllers: [DiscoveryController, LogoutController, UserinfoController],
-  providers: [IdTokenHints, LogoutService, UserinfoService],
+  providers: [LogoutService, UserinfoService],
 })
 export class OidcModule {}

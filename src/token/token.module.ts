@@ -13,6 +13,7 @@ import { ClientCredentialsGrant } from './grants/client-credentials.grant.js';
 import { DeviceCodeGrant } from './grants/device-code.grant.js';
 import { RefreshTokenGrant } from './grants/refresh-token.grant.js';
 import { GrantsRepository } from './grants.repository.js';
+import { IdTokenHints } from './id-token-hints.js';
 import { IdTokens } from './id-tokens.js';
 import { HousekeepingService } from './housekeeping.service.js';
 import { IdentityTokenController } from './identity-token.controller.js';
@@ -39,6 +40,7 @@ import { UserTokenIssuer } from './user-token-issuer.js';
     DeviceCodesRepository,
     GrantsRepository,
     HousekeepingService,
+    IdTokenHints,
     IdTokens,
     RefreshTokenGrant,
     RefreshTokensRepository,
@@ -46,6 +48,6 @@ import { UserTokenIssuer } from './user-token-issuer.js';
     TokenService,
     UserTokenIssuer,
   ],
-  exports: [AccessTokens, AuthorizationCodeIssuer, ClientAuthentication, DeviceCodesRepository, HousekeepingService],
+  exports: [AccessTokens, AuthorizationCodeIssuer, ClientAuthentication, DeviceCodesRepository, HousekeepingService, IdTokenHints],
 })
 export class TokenModule {}

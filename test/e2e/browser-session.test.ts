@@ -4,7 +4,7 @@ import { SignOutsRepository } from '../../src/token/sign-outs.repository.js';
 import { UsersService } from '../../src/users/users.service.js';
 import { createClient, createUser, type TestClient } from '../factories/oauth.factory.js';
 import { issueState } from '../factories/state.factory.js';
-import { LOOPBACK_PATTERN, pkcePair, userId } from '../factories/token-flow.factory.js';
+import { exchangeCode, LOOPBACK_PATTERN, pkcePair, userId } from '../factories/token-flow.factory.js';
 import { FormBrowser } from '../setup/form-browser.js';
 import { type ForgingProvider, startForgingProvider } from '../setup/upstream/forging-provider.js';
 import { createSignInClient, newKek, registerProvider } from '../factories/upstream.factory.js';
@@ -28,7 +28,7 @@ const SIGN_OUTS = [
 describe('the browser session (single sign-on)', () => {
   let app: TestApp;
   let client: TestClient;
-  const { challenge } = pkcePair();
+  const { verifier, challenge } = pkcePair();
 
   let forge: ForgingProvider;
 
@@ -93,6 +93,47 @@ describe('the browser session (single sign-on)', () => {
     expect(await tooOld.text()).toContain('name="password"');
     // prompt=none cannot ask: login_required.
     expect(redirectParams(await browser.get(standard({ prompt: 'none', max_age: '0' })))).toMatchObject({ error: 'login_required' });
+  });
+
+  /** An ID token of `user` for `forClient`: a sign-in in a browser of its own, the code exchanged. */
+  async function idTokenOf(user: { username: string; password: string }, forClient = client): Promise<string> {
+    const browser = new FormBrowser();
+    const login = await browser.submit(await browser.get(standard({ client_id: forClient.id })), app.baseUrl, user);
+    const tokens = await exchangeCode(app, forClient, redirectParams(login).code, { code_verifier: verifier, redirect_uri: REDIRECT });
+    expect(tokens.status).toBe(200);
+    return tokens.body.id_token as string;
+  }
+
+  it('answers a request whose id_token_hint names another user than the session’s only after that user signs in: login_required for prompt=none, the login page otherwise', async () => {
+    const [alice, bob] = [await createUser(app), await createUser(app)];
+    const aliceHint = await idTokenOf(alice);
+    const browser = await signedIn(bob);
+    // Bob's session does not answer for Alice, silently or not.
+    expect(redirectParams(await browser.get(standard({ prompt: 'none', id_token_hint: aliceHint, state: 'h1' })))).toMatchObject({ error: 'login_required', state: 'h1', iss: app.baseUrl });
+    const page = await browser.get(standard({ id_token_hint: aliceHint }));
+    expect(page.status).toBe(200);
+    expect(await page.clone().text()).toContain('name="password"');
+    // Bob signing in again is not Alice: refused, no code.
+    const asBob = await browser.submit(page, app.baseUrl, bob);
+    expect(redirectParams(asBob)).toMatchObject({ error: 'login_required', state: 's1' });
+    expect(redirectParams(asBob)).not.toHaveProperty('code');
+    const asAlice = await browser.submit(await browser.get(standard({ id_token_hint: aliceHint })), app.baseUrl, alice);
+    expect(redirectParams(asAlice)).toMatchObject({ code: expect.any(String), state: 's1' });
+    // Now the session is Alice's: her hint is answered at once.
+    expect(redirectParams(await browser.get(standard({ prompt: 'none', id_token_hint: aliceHint })))).toHaveProperty('code');
+  });
+
+  it('refuses an id_token_hint it did not issue to this client with invalid_request, and no code', async () => {
+    const user = await createUser(app);
+    const browser = await signedIn(user);
+    const other = await createClient(app, { redirectPatterns: [LOOPBACK_PATTERN] });
+    const [header, payload] = (await idTokenOf(user)).split('.');
+    for (const hint of [await idTokenOf(user, other), `${header}.${payload}.${'A'.repeat(86)}`, 'not-a-jwt']) {
+      const answer = await browser.get(standard({ prompt: 'none', id_token_hint: hint, state: 'bad-hint' }));
+      expect(answer.status).toBe(302);
+      expect(redirectParams(answer)).toMatchObject({ error: 'invalid_request', state: 'bad-hint', iss: app.baseUrl });
+      expect(redirectParams(answer)).not.toHaveProperty('code');
+    }
   });
 
   it('shows the helper’s link "Continue as USER" with "Use another account", never answering it silently', async () => {

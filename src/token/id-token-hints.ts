@@ -10,9 +10,9 @@ export interface IdTokenHint {
 }
 
 /**
- * `id_token_hint` (OpenID Connect RP-Initiated Logout 1.0 §2): an ID token the service signed,
- * with a key it still publishes and has not revoked, and its own issuer. An expired one is taken
- * too, as the specification asks: logging out is often done long after the sign-in.
+ * `id_token_hint` (OpenID Connect Core §3.1.2.1, RP-Initiated Logout 1.0 §2): an ID token the
+ * service signed, with a key it still publishes and has not revoked, and its own issuer. An
+ * expired one is taken too, as both specifications ask: the hint names a past sign-in.
  */
 @Injectable()
 export class IdTokenHints {
