@@ -12,6 +12,7 @@ import { httpServerFactory } from './common/http/http-server-factory.js';
 import { trackRouteMethods } from './common/http/allowed-methods.js';
 import { answerLateRequests } from './common/http/request-deadlines.js';
 import { depthLimitedJsonParser } from './common/http/json-body-parser.js';
+import { decorateOverHttps } from './common/http/over-https.js';
 import { answerUpgradesOverHttp } from './common/http/upgrade-fallback.js';
 import { PinoLoggerService } from './common/logging/logger.js';
 import { RequestLogController } from './common/logging/request-log.js';
@@ -51,6 +52,7 @@ export async function createApp(env: Env, databaseUrl: string, logger: Logger): 
     rewriteUrl: issuerPathDiscovery(env),
     ...(tls ? { https: tls } : {}),
   });
+  decorateOverHttps(adapter.getInstance(), env.identityUrl);
   adapter.getInstance().addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
     done();

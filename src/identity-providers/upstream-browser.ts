@@ -5,11 +5,11 @@ import { randomToken } from '../common/crypto/opaque-token.js';
  * The cookie that binds a sign-in at a provider to the browser that started it: a random value
  * whose hash is stored with the sign-in, checked at the callback. SameSite=Lax, as the provider
  * sends the browser back by a top-level GET from another site (Strict would not be sent). Over
- * https a `__Host-` cookie; over plain http (development) a plain name. Its path is `/` either
+ * https (`overHttps`) a `__Host-` cookie; over plain http (development) a plain name. Its path is `/` either
  * way: the pages that start a sign-in must see it too, or a second tab would replace it.
  */
 const cookieOf = (request: FastifyRequest) =>
-  request.protocol === 'https' ? { name: '__Host-vc_upstream', path: '/', secure: true } : { name: 'vc_upstream', path: '/', secure: false };
+  request.overHttps ? { name: '__Host-vc_upstream', path: '/', secure: true } : { name: 'vc_upstream', path: '/', secure: false };
 
 const BINDING = /^[A-Za-z0-9_-]{43}$/;
 

@@ -3,11 +3,11 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 /**
  * The browser session's cookie: a random value whose hash names the session. HttpOnly, and
  * SameSite=Lax, as a client sends the browser here by a top-level navigation from its own site
- * (Strict would hide the session from every standard request). Over https a `__Host-` cookie
+ * (Strict would hide the session from every standard request). Over https (`overHttps`) a `__Host-` cookie
  * (Secure, Path=/, no Domain); over plain http (development) a plain name.
  */
 const cookieOf = (request: FastifyRequest) =>
-  request.protocol === 'https' ? { name: '__Host-vc_session', secure: true } : { name: 'vc_session', secure: false };
+  request.overHttps ? { name: '__Host-vc_session', secure: true } : { name: 'vc_session', secure: false };
 
 const VALUE = /^[A-Za-z0-9_-]{43}$/;
 

@@ -430,6 +430,37 @@ describe('the CSRF cookie of the login page', () => {
   });
 });
 
+describe('the cookies behind a TLS proxy that TRUST_PROXY does not name', () => {
+  let app: TestApp;
+  let client: TestClient;
+  beforeAll(async () => {
+    // The browser only knows https://sso.example; the service hears plain http from the proxy.
+    app = await startTestApp({ IDENTITY_URL: 'https://sso.example' });
+    client = await createClient(app);
+  });
+  afterAll(() => app.close());
+
+  const setCookie = (response: Response, name: string) => response.headers.getSetCookie().find((line) => line.startsWith(`${name}=`));
+
+  it('are __Host- and Secure when IDENTITY_URL is https: the CSRF cookie, and the session cookie a sign-in leaves', async () => {
+    const page = await fetch((await issueState(app, client.id)).authorize_url.replace('https://sso.example', app.baseUrl));
+    const csrf = setCookie(page, '__Host-vc_csrf');
+    expect(csrf).toMatch(/; Secure/i);
+    expect(setCookie(page, 'vc_csrf')).toBeUndefined();
+    const html = await page.text();
+    const field = (name: string) => new RegExp(`name="${name}" value="([^"]*)"`).exec(html)![1].replaceAll('&amp;', '&');
+    const signedIn = await fetch(`${app.baseUrl}/sso/authorize`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: csrf!.split(';')[0] },
+      body: new URLSearchParams({ response_type: 'code', client_id: client.id, state: field('state'), csrf_token: field('csrf_token'), ...(await createUser(app)) }),
+    });
+    expect(signedIn.status).toBe(200);
+    expect(setCookie(signedIn, '__Host-vc_session')).toMatch(/; Secure/i);
+    expect(setCookie(signedIn, 'vc_session')).toBeUndefined();
+  });
+});
+
 describe('/metrics', () => {
   it('answers without the database: 20 scrapes while the only pooled connection is held', async () => {
     const app = await startTestApp({ DATABASE_POOL_SIZE: '1', DATABASE_CONNECT_TIMEOUT_MS: '3000' });

@@ -14,13 +14,13 @@ export interface HtmlPage {
 }
 
 /**
- * The CSRF cookie of a page with a form (double submit). Over https it is a `__Host-` cookie
+ * The CSRF cookie of a page with a form (double submit). Over https (`overHttps`) it is a `__Host-` cookie
  * (Secure, Path=/, no Domain), which a sibling subdomain or a plain-http page cannot set or
  * overwrite (RFC 6265bis §4.1.3.2). Over plain http (local development) browsers refuse Secure
  * cookies, so it keeps a plain name scoped to the page.
  */
 export const csrfCookie = (request: FastifyRequest, pagePath: string) =>
-  request.protocol === 'https' ? { name: '__Host-vc_csrf', path: '/', secure: true } : { name: 'vc_csrf', path: pagePath, secure: false };
+  request.overHttps ? { name: '__Host-vc_csrf', path: '/', secure: true } : { name: 'vc_csrf', path: pagePath, secure: false };
 
 /** A CSRF token as the service issues it: 32 random bytes, base64url. */
 const CSRF_TOKEN = /^[A-Za-z0-9_-]{43}$/;
