@@ -58,7 +58,9 @@ export class LinkAnswers {
       codeChallenge: claims.code_challenge ?? null,
       stateExpiresAt: new Date(claims.exp * 1000),
       upstreamSessionId: session.upstreamSessionId,
-      request: claims.request ? { scope: formatScope(claims.request.scope), nonce: claims.request.nonce, auth_time: Math.floor(session.authTime.getTime() / 1000), sid: session.sid } : null,
+      request: claims.request ? { scope: formatScope(claims.request.scope), nonce: claims.request.nonce } : null,
+      // The sign-in behind the answer, for its ID tokens: the one just made, or the session's that was continued.
+      signIn: { authTime: session.authTime, sid: session.sid },
     };
     const device = deviceAddress(link);
     if (!device) {

@@ -15,20 +15,30 @@ export interface AuthorizationCodeRow {
   upstream_session_id: string | null;
   request: CodeRequest | null;
   issued_at: Date;
+  /** The sign-in behind the code; null for codes approved before it was kept (their issue time stands in). */
+  auth_time: Date | null;
+  sid: string | null;
   /** The code's user may still be issued tokens from it (enabled, not signed out since the code). */
   user_issuable: boolean;
 }
 
 /**
  * What a standard authorization request's code carries to the token endpoint: the scope granted
- * and the nonce (OpenID Connect Core §3.1.2.1), and when the user signed in. Null for the helper's
- * link, whose scope comes with the token request.
+ * and the nonce (OpenID Connect Core §3.1.2.1). Null for the helper's link, whose scope comes with
+ * the token request.
  */
 export interface CodeRequest {
   scope: string | null;
   nonce?: string;
-  /** When the user signed in (seconds since the epoch), and the browser session's public id. */
-  auth_time: number;
+}
+
+/**
+ * The sign-in behind an approval, whichever link it answered (OpenID Connect Core §2): when its
+ * user signed in (here, or in the browser session they continued) and that session's public id,
+ * for the ID tokens' `auth_time` and `sid`.
+ */
+export interface CodeSignIn {
+  authTime: Date;
   sid: string;
 }
 
@@ -41,6 +51,7 @@ export interface NewAuthorizationCode {
   codeChallenge: string | null;
   upstreamSessionId: string | null;
   request: CodeRequest | null;
+  signIn: CodeSignIn;
   lifetimeSeconds: number;
 }
 
@@ -58,6 +69,7 @@ export interface Approval {
   upstreamSessionId: string | null;
   /** A standard authorization request's own asks, for its code (null: the helper's link). */
   request: CodeRequest | null;
+  signIn: CodeSignIn;
 }
 
 /** A sign-in link cancelled at the identity provider: spent, and its polling device is answered access_denied. */
@@ -67,12 +79,6 @@ export interface Denial {
   redirectUrl: string | null;
   stateExpiresAt: Date;
 }
-
-/**
- * When a code's user signed in: a standard request's code says; the helper's is issued at its
- * sign-in (or, for a polling device, at its pick-up, moments later).
- */
-export const signInTimeSql = (requestSql: string, issuedAtSql: string) => `COALESCE(to_timestamp((${requestSql}->>'auth_time')::bigint), ${issuedAtSql})`;
 
 /** NOTIFY channel announcing a state whose code now waits for its polling device (a NotifiedIdSet). */
 export const STATE_APPROVED_CHANNEL = 'vc_state_approved';
@@ -88,11 +94,12 @@ const REDEEM = new PreparedStatement<{ user_id: string; request: CodeRequest | n
        -- A standard request's code demands its redirect_uri again (RFC 6749 §4.1.3); the helper's may omit it.
        AND (CASE WHEN c.request IS NULL THEN $4::text IS NULL OR c.redirect_url = $4 ELSE c.redirect_url = $4 END)
        AND u.id = c.user_id AND ${issuedAfterStampSql('c.issued_at')}
-     RETURNING c.user_id, c.upstream_session_id, c.request, c.issued_at),
+     RETURNING c.user_id, c.upstream_session_id, c.request, c.issued_at, c.auth_time, c.sid),
    granted AS (
      INSERT INTO grants (id, client_id, user_id, scope, flow, upstream_session_id, auth_time, sid)
      SELECT $5, $2, user_id, CASE WHEN request IS NULL THEN $6 ELSE request->>'scope' END, CASE WHEN request IS NULL THEN 'helper' ELSE 'code' END, upstream_session_id,
-       ${signInTimeSql('request', 'issued_at')}, request->>'sid'
+       -- A code approved before its sign-in was kept: issued at that sign-in, or moments after it.
+       COALESCE(auth_time, issued_at), sid
      FROM redeemed RETURNING id),
    first_refresh AS (
      INSERT INTO refresh_tokens (token_hash, grant_id, client_id, expires_at) SELECT $7, id, $2, now() + make_interval(secs => $8) FROM granted)
@@ -111,13 +118,25 @@ export class AuthorizationCodesRepository {
     const rows = await manager.query(
       `WITH ${issuableUserCte('$3::uuid')},
        approved AS (
-         INSERT INTO authorizations (state_id, client_id, user_id, redirect_url, code_challenge, expires_at, picked_up_at, upstream_session_id)
-         SELECT $1, $2, u.id, $4, $5, $6, CASE WHEN $7 THEN now() END, $9 FROM issuable_user u
+         INSERT INTO authorizations (state_id, client_id, user_id, redirect_url, code_challenge, expires_at, picked_up_at, upstream_session_id, auth_time, sid)
+         SELECT $1, $2, u.id, $4, $5, $6, CASE WHEN $7 THEN now() END, $9, $10, $11 FROM issuable_user u
          WHERE u.tokens_valid_after IS NOT DISTINCT FROM $8
          ON CONFLICT (state_id) DO NOTHING RETURNING state_id, expires_at)
        SELECT CASE WHEN $7 THEN NULL ELSE pg_notify('${STATE_APPROVED_CHANNEL}', ${notifiedIdPayloadSql('state_id', 'expires_at')}) END
        FROM approved`,
-      [approval.stateId, approval.clientId, approval.userId, approval.redirectUrl, approval.codeChallenge, approval.stateExpiresAt, pickedUp, approval.userStamp, approval.upstreamSessionId],
+      [
+        approval.stateId,
+        approval.clientId,
+        approval.userId,
+        approval.redirectUrl,
+        approval.codeChallenge,
+        approval.stateExpiresAt,
+        pickedUp,
+        approval.userStamp,
+        approval.upstreamSessionId,
+        approval.signIn.authTime,
+        approval.signIn.sid,
+      ],
     );
     return rows.length > 0;
   }
@@ -153,9 +172,10 @@ export class AuthorizationCodesRepository {
 
   /**
    * The polling flow's hand-over, in one statement: marks an approved, not yet collected state
-   * as collected and stores the new code's hash. Nothing matches (one primary-key probe) while
-   * the user has not signed in, after the code was collected, for a disabled client, and for an
-   * approval a sign-out voided (or whose user was signed out or disabled since).
+   * as collected and stores the new code's hash, with the approval's sign-in. Nothing matches
+   * (one primary-key probe) while the user has not signed in, after the code was collected, for a
+   * disabled client, and for an approval a sign-out voided (or whose user was signed out or
+   * disabled since).
    */
   async pickUp(manager: EntityManager, stateId: string, clientId: string, codeHash: Buffer, codeLifetimeSeconds: number): Promise<boolean> {
     const rows = await manager.query(
@@ -166,9 +186,9 @@ export class AuthorizationCodesRepository {
          WHERE a.state_id = $1 AND a.client_id = $2 AND a.picked_up_at IS NULL AND a.voided_at IS NULL AND a.expires_at > now()
            AND u.id = a.user_id AND ${issuedAfterStampSql('a.created_at')}
            AND EXISTS (SELECT 1 FROM clients WHERE id = $2 AND enabled)
-         RETURNING a.state_id, a.client_id, a.user_id, a.redirect_url, a.code_challenge, a.upstream_session_id)
-       INSERT INTO authorization_codes (code_hash, state_id, client_id, user_id, redirect_url, code_challenge, upstream_session_id, expires_at)
-       SELECT $3, state_id, client_id, user_id, redirect_url, code_challenge, upstream_session_id, now() + make_interval(secs => $4) FROM picked
+         RETURNING a.state_id, a.client_id, a.user_id, a.redirect_url, a.code_challenge, a.upstream_session_id, a.auth_time, a.sid)
+       INSERT INTO authorization_codes (code_hash, state_id, client_id, user_id, redirect_url, code_challenge, upstream_session_id, auth_time, sid, expires_at)
+       SELECT $3, state_id, client_id, user_id, redirect_url, code_challenge, upstream_session_id, auth_time, sid, now() + make_interval(secs => $4) FROM picked
        RETURNING 1`,
       [stateId, clientId, codeHash, codeLifetimeSeconds],
     );
@@ -177,9 +197,21 @@ export class AuthorizationCodesRepository {
 
   async insert(manager: EntityManager, code: NewAuthorizationCode): Promise<void> {
     await manager.query(
-      `INSERT INTO authorization_codes (code_hash, state_id, client_id, user_id, redirect_url, code_challenge, upstream_session_id, request, expires_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now() + make_interval(secs => $9))`,
-      [code.codeHash, code.stateId, code.clientId, code.userId, code.redirectUrl, code.codeChallenge, code.upstreamSessionId, code.request, code.lifetimeSeconds],
+      `INSERT INTO authorization_codes (code_hash, state_id, client_id, user_id, redirect_url, code_challenge, upstream_session_id, request, auth_time, sid, expires_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, now() + make_interval(secs => $11))`,
+      [
+        code.codeHash,
+        code.stateId,
+        code.clientId,
+        code.userId,
+        code.redirectUrl,
+        code.codeChallenge,
+        code.upstreamSessionId,
+        code.request,
+        code.signIn.authTime,
+        code.signIn.sid,
+        code.lifetimeSeconds,
+      ],
     );
   }
 
@@ -224,7 +256,7 @@ export class AuthorizationCodesRepository {
   async lock(manager: EntityManager, codeHash: Buffer): Promise<AuthorizationCodeRow | undefined> {
     const [row] = await manager.query(
       `WITH ${issuableUserCte('(SELECT user_id FROM authorization_codes WHERE code_hash = $1)')}
-       SELECT c.client_id, c.user_id, c.redirect_url, c.code_challenge, c.expires_at <= now() AS expired, c.consumed_at, c.grant_id, c.upstream_session_id, c.request, c.issued_at,
+       SELECT c.client_id, c.user_id, c.redirect_url, c.code_challenge, c.expires_at <= now() AS expired, c.consumed_at, c.grant_id, c.upstream_session_id, c.request, c.issued_at, c.auth_time, c.sid,
          (u.id IS NOT NULL AND ${issuedAfterStampSql('c.issued_at')}) AS user_issuable
        FROM authorization_codes c LEFT JOIN issuable_user u ON u.id = c.user_id
        WHERE c.code_hash = $1 FOR UPDATE OF c`,

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
 import * as oidc from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -7,6 +8,7 @@ import { createClient, createUser, type TestClient } from '../factories/oauth.fa
 import { issueState } from '../factories/state.factory.js';
 import { exchangeCode, LOOPBACK_PATTERN, userId } from '../factories/token-flow.factory.js';
 import { signIn } from '../setup/browserless-login.js';
+import { FormBrowser } from '../setup/form-browser.js';
 import { startTestApp, type TestApp } from '../setup/test-app.js';
 
 // ID tokens (OpenID Connect Core §2, §3.1.3): beside the access token when the grant's scope has
@@ -104,5 +106,41 @@ describe('ID tokens', () => {
     const seed = await exchangeCode(app, client, new URL((await signIn((await issueState(app, client.id, { redirect_url: REDIRECT })).authorize_url, user)).headers.get('location')!).searchParams.get('code')!);
     expect(Object.keys(seed.body).sort()).toEqual(['access_token', 'expires_in', 'refresh_token', 'scope', 'token_type']);
     expect(seed.body.scope).toBeNull();
+  });
+
+  it("gives the helper's code approved with \"Continue as USER\" the auth_time and sid of the session's sign-in, by redirect and by polling", async () => {
+    const user = await createUser(app);
+    const browser = new FormBrowser();
+    /** The helper's code exchanged with openid: its ID token's claims. */
+    const idToken = async (code: string) => {
+      const tokens = await exchangeCode(app, client, code, { scope: 'openid' });
+      expect(tokens.status).toBe(200);
+      return (await jwtVerify(String(tokens.body.id_token), createRemoteJWKSet(new URL(`${app.baseUrl}/.well-known/jwks.json`)), { issuer: app.baseUrl, audience: client.id })).payload;
+    };
+
+    // The sign-in: a password on the first link, which begins the browser's session.
+    const first = await issueState(app, client.id, { redirect_url: REDIRECT });
+    const login = await browser.submit(await browser.get(first.authorize_url), app.baseUrl, user);
+    expect(login.status).toBe(302);
+    const signedIn = await idToken(new URL(login.headers.get('location')!).searchParams.get('code')!);
+    expect(signedIn.sid).toEqual(expect.any(String));
+    // auth_time is in whole seconds: later codes are issued in a later one.
+    await sleep(1100);
+
+    const redirected = await issueState(app, client.id, { redirect_url: REDIRECT });
+    const page = await browser.get(redirected.authorize_url);
+    expect(await page.clone().text()).toContain(`Continue as ${user.username}</button>`);
+    const continued = await browser.submit(page, app.baseUrl, { session: 'continue' });
+    expect(continued.status).toBe(302);
+    const viaRedirect = await idToken(new URL(continued.headers.get('location')!).searchParams.get('code')!);
+    expect(viaRedirect).toMatchObject({ sub: signedIn.sub, auth_time: signedIn.auth_time, sid: signedIn.sid });
+    expect(viaRedirect.iat).toBeGreaterThan(signedIn.auth_time as number);
+
+    const polled = await issueState(app, client.id);
+    expect((await browser.submit(await browser.get(polled.authorize_url), app.baseUrl, { session: 'continue' })).status).toBe(200);
+    const poll = await fetch(polled.code_url);
+    expect(poll.status).toBe(200);
+    const viaPolling = await idToken(((await poll.json()) as { code: string }).code);
+    expect(viaPolling).toMatchObject({ sub: signedIn.sub, auth_time: signedIn.auth_time, sid: signedIn.sid });
   });
 });

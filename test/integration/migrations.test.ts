@@ -85,6 +85,38 @@ describe('migrations', () => {
     ]);
   });
 
+  it("move a standard request's sign-in out of its code's request into its own columns, and back on undo", async () => {
+    const url = await createTestDatabase();
+    const dataSource = await open(url);
+    await runMigrations(dataSource);
+    const hasSignIns = async () => (await query(url, `SELECT 1 FROM information_schema.columns WHERE table_name = 'authorization_codes' AND column_name = 'sid'`)).length > 0;
+    while (await hasSignIns()) await dataSource.undoLastMigration();
+    await query(url, `INSERT INTO clients (id, name, grants, secret_hash) VALUES ('app', 'App', '{authorization_code}', '\\x00')`);
+    const [{ id: userId }] = await query<{ id: string }>(url, `INSERT INTO portal_users (username, password_hash) VALUES ('dora', 'x') RETURNING id`);
+    const code = (hash: string, request: object | null) =>
+      query(url, `INSERT INTO authorization_codes (code_hash, state_id, client_id, user_id, request, expires_at) VALUES ($1, $2, 'app', $3, $4, now() + interval '1 minute')`, [
+        Buffer.from(hash),
+        hash,
+        userId,
+        request,
+      ]);
+    await code('standard', { scope: 'openid', nonce: 'n-1', auth_time: 1700000000, sid: 'sid-1' });
+    await code('helper', null);
+    const codes = () => query(url, `SELECT convert_from(code_hash, 'UTF8') AS code, request, auth_time, sid FROM authorization_codes ORDER BY 1`);
+
+    await runMigrations(dataSource);
+    expect(await codes()).toEqual([
+      { code: 'helper', request: null, auth_time: null, sid: null },
+      { code: 'standard', request: { scope: 'openid', nonce: 'n-1' }, auth_time: new Date(1700000000 * 1000), sid: 'sid-1' },
+    ]);
+
+    await dataSource.undoLastMigration();
+    expect(await query(url, `SELECT request FROM authorization_codes ORDER BY code_hash`)).toEqual([
+      { request: null },
+      { request: { scope: 'openid', nonce: 'n-1', auth_time: 1700000000, sid: 'sid-1' } },
+    ]);
+  });
+
   it('apply once when two instances migrate a fresh database at the same time', async () => {
     const url = await createTestDatabase();
     const [first, second] = await Promise.all([open(url), open(url)]);

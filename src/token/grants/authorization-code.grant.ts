@@ -105,7 +105,8 @@ export class AuthorizationCodeGrant implements GrantHandler<UserTokenResponse | 
         return invalidGrant(problem);
       }
       const grant = granted(code.request, grantScope);
-      const signIn = { authTime: code.request ? new Date(code.request.auth_time * 1000) : code.issued_at, sid: code.request?.sid ?? null };
+      // A code approved before its sign-in was kept: issued at that sign-in, or moments after it.
+      const signIn = { authTime: code.auth_time ?? code.issued_at, sid: code.sid };
       const grantId = await this.grants.create(manager, { clientId: client.id, userId: code.user_id, ...grant, upstreamSessionId: code.upstream_session_id, signIn });
       await this.codes.markConsumed(manager, codeHash, grantId);
       return this.tokens.issue(manager, { grantId, clientId: client.id, userId: code.user_id, ...grant, nonce: code.request?.nonce });
