@@ -197,7 +197,7 @@ export class Env {
   HOUSEKEEPING_INTERVAL: number = 60;
 
   /** Seconds a notification is kept for a recipient that has not received it (7 days). */
-  @Min(60) @Max(90 * 86400) @IsInt()
+  @Min(1) @Max(90 * 86400) @IsInt()
   NOTIFICATION_RETENTION: number = 7 * 86400;
 
   /** Most notifications in one request to the batch publish route; more is refused with 413. */

@@ -1,17 +1,18 @@
 import { Injectable } from '@nestjs/common';
-import type { WebSocket } from 'ws';
 import type { Subscriber } from './delivery.service.js';
+import type { StreamTransport } from './stream-transport.js';
 
 /** One open stream and what it was opened with. */
 export interface StreamConnection {
-  socket: WebSocket;
+  transport: StreamTransport;
   clientId: string;
   /** The access token's id, its grant (user tokens only) and the key that signed it: what a revocation names. */
   jti: string;
   grantId?: string;
   kid?: string;
   alive: boolean;
-  expiry: NodeJS.Timeout;
+  /** The close at the token's expiry (for v2, first the notice before it). */
+  expiry?: NodeJS.Timeout;
   subscriber?: Subscriber;
 }
 
@@ -68,6 +69,17 @@ export class ConnectionRegistry implements Iterable<StreamConnection> {
     this.byToken.delete(connection.jti, connection);
     this.byGrant.delete(connection.grantId, connection);
     this.byKey.delete(connection.kid, connection);
+  }
+
+  /** A protocol v2 stream replaced its token: revocations now name the new one. */
+  retoken(connection: StreamConnection, names: Pick<StreamConnection, 'jti' | 'grantId' | 'kid'>): void {
+    this.byToken.delete(connection.jti, connection);
+    this.byGrant.delete(connection.grantId, connection);
+    this.byKey.delete(connection.kid, connection);
+    Object.assign(connection, names);
+    this.byToken.add(connection.jti, connection);
+    this.byGrant.add(connection.grantId, connection);
+    this.byKey.add(connection.kid, connection);
   }
 
   has(connection: StreamConnection): boolean {

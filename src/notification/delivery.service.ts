@@ -1,12 +1,11 @@
 import { Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
-import type { Socket } from 'node:net';
-import type { WebSocket } from 'ws';
 import { Batcher } from '../common/batching/batcher.js';
 import { Env } from '../config/env.js';
 import { Metrics } from '../metrics/metrics.service.js';
 import { isDatabaseUnavailable } from '../database/database-unavailable.js';
 import { CursorBook, type CursorSave, type Progress } from './cursor-book.js';
-import { NotificationsRepository, type ReadAfter, type StoredNotification } from './notifications.repository.js';
+import { NotificationsRepository, type ReadAfter, type ResumeFacts, type ResumeFactsRequest, type StoredNotification } from './notifications.repository.js';
+import type { Outlet, ResetReason } from './outlet.js';
 
 /** How many stored notifications one read fetches for a recipient (replay and live alike). */
 const BATCH = 500;
@@ -24,9 +23,6 @@ const MAX_AWAITING_PINGS = 256;
 /** While cursor saves keep failing, one log line per this interval. */
 const FAILURE_LOG_INTERVAL_MS = 30_000;
 
-/** Close code for a client that does not read fast enough (RFC 6455 §7.4.1: try again later). */
-export const SLOW_CONSUMER_CLOSE = 1013;
-
 /** A delivery ping waiting for its pong: the last seq it covers, and when the first message it covers was stored. */
 interface AwaitedPing {
   seq: number;
@@ -36,7 +32,8 @@ interface AwaitedPing {
 /** One open stream of a recipient: how far it was sent, and what it proved it read. */
 export interface Subscriber extends Progress {
   clientId: string;
-  socket: WebSocket;
+  outlet: Outlet;
+  /** Bursts sent and not yet confirmed (outlets that confirm in the connection: by ping or ack). */
   awaiting: AwaitedPing[];
   /** With `owesHold`: the seq it had been sent when a read first found nothing more; confirming it settles the hold. */
   caughtUpSeq?: number;
@@ -54,6 +51,19 @@ interface Recipient {
 interface StartRequest {
   clientId: string;
   openedAt: number;
+}
+
+/** Where a client says it is (protocol v2, server-sent events): after this seq, in this database (its epoch). */
+export interface ResumePosition {
+  after?: number;
+  epoch?: string;
+}
+
+/** A started delivery: the subscriber, the database's epoch, and why the client must resynchronise, if it must. */
+export interface DeliveryStart {
+  subscriber: Subscriber;
+  epoch?: string;
+  reset?: ResetReason;
 }
 
 /**
@@ -76,6 +86,7 @@ export class DeliveryService implements OnModuleInit, OnApplicationShutdown {
   /** A burst of publishes wakes many recipients at once (and a restart reconnects many): their reads share round trips. */
   private readonly reads: Batcher<ReadAfter, StoredNotification[]>;
   private readonly starts: Batcher<StartRequest, { deliveredSeq: number; heldSeq?: number }>;
+  private readonly resumes: Batcher<ResumeFactsRequest, ResumeFacts>;
 
   constructor(
     private readonly notifications: NotificationsRepository,
@@ -87,6 +98,7 @@ export class DeliveryService implements OnModuleInit, OnApplicationShutdown {
       (requests) => notifications.deliveryStarts(requests.map(({ clientId, openedAt }) => ({ clientId, openedMsAgo: Date.now() - openedAt }))),
       READS_PER_QUERY,
     );
+    this.resumes = new Batcher((requests) => notifications.resumeFacts(requests), READS_PER_QUERY);
   }
 
   onModuleInit() {
@@ -98,30 +110,50 @@ export class DeliveryService implements OnModuleInit, OnApplicationShutdown {
     await this.flush();
   }
 
-  /** Starts a connection where the client's cursor (or a hold of an earlier connection) leaves off. */
-  async subscribe(clientId: string, socket: WebSocket): Promise<Subscriber> {
+  /**
+   * Starts a connection where the client's cursor (or a hold of an earlier connection) leaves
+   * off; or, for a client that says where it is (`resume`, protocol v2 and server-sent events),
+   * after its own position, which confirms everything up to it. A resuming outlet learns the
+   * epoch and whether its history is complete: a position from another database (another epoch,
+   * or a seq this one never had) starts from the cursor with a reset; one below what retention
+   * deleted starts there with a reset.
+   */
+  async subscribe(clientId: string, outlet: Outlet, resume?: ResumePosition): Promise<DeliveryStart> {
     const openedAt = Date.now();
     // What this instance's connections confirmed before this one opened (saved or not yet), and an
     // unsaved hold, which this connection takes over.
     const local = this.cursors.claim(clientId);
-    let stored: { deliveredSeq: number; heldSeq?: number };
+    let startSeq: number;
+    let cursorSeq: number;
+    let facts: ResumeFacts | undefined;
     try {
-      stored = await this.starts.submit({ clientId, openedAt });
+      const stored = await this.starts.submit({ clientId, openedAt });
+      cursorSeq = Math.max(stored.deliveredSeq, local.confirmedSeq);
+      startSeq = Math.min(cursorSeq, stored.heldSeq ?? Infinity, local.heldSeq ?? Infinity);
+      if (resume) facts = await this.resumes.submit({ clientId, fromSeq: resume.after ?? startSeq });
     } catch (error) {
       this.cursors.unclaim(clientId, local.heldSeq);
       throw error;
     }
-    const cursorSeq = Math.max(stored.deliveredSeq, local.confirmedSeq);
-    const startSeq = Math.min(cursorSeq, stored.heldSeq ?? Infinity, local.heldSeq ?? Infinity);
-    const subscriber: Subscriber = { clientId, socket, sentSeq: startSeq, confirmedSeq: startSeq, awaiting: [], owesHold: startSeq < cursorSeq };
-    // Delivery pings carry a seq; the heartbeat's pings carry nothing. Anything else a client sends is ignored.
-    socket.on('pong', (data: Buffer) => this.confirm(subscriber, data));
+    let reset: ResetReason | undefined;
+    let owesHold = startSeq < cursorSeq;
+    if (facts && resume) {
+      const elsewhere = (resume.epoch !== undefined && resume.epoch !== facts.epoch) || (resume.after ?? 0) > facts.latestSeq;
+      if (elsewhere) reset = 'epoch';
+      else {
+        if (facts.incomplete) reset = 'retention';
+        // The client's own word: it has everything up to `after`, so the hold is settled.
+        if (resume.after !== undefined) [startSeq, owesHold] = [resume.after, false];
+      }
+    }
+    const subscriber: Subscriber = { clientId, outlet, sentSeq: startSeq, confirmedSeq: startSeq, awaiting: [], owesHold };
+    outlet.begin({ epoch: facts?.epoch, reset });
     this.cursors.track(clientId, subscriber);
     const recipient = this.recipients.get(clientId) ?? { subscribers: new Set(), again: false };
     recipient.subscribers.add(subscriber);
     this.recipients.set(clientId, recipient);
     this.wake(clientId);
-    return subscriber;
+    return { subscriber, epoch: facts?.epoch, reset };
   }
 
   unsubscribe(subscriber: Subscriber): void {
@@ -179,37 +211,38 @@ export class DeliveryService implements OnModuleInit, OnApplicationShutdown {
   }
 
   /**
-   * Sends what the connection has not had yet, then a ping carrying the last seq: its pong
-   * proves the client read everything before it, and only then does the cursor move. A
-   * connection that dies with messages unread in TCP buffers gets them again on reconnect.
+   * Sends what the connection has not had yet, then asks it to confirm the burst (v1: a ping
+   * carrying the last seq, whose pong proves the client read everything before it; v2: its ack).
+   * Only a confirmation moves the cursor: a connection that dies with messages unread in TCP
+   * buffers gets them again on reconnect.
    */
   private async sendBatch(subscriber: Subscriber, batch: StoredNotification[]): Promise<void> {
+    const { outlet } = subscriber;
     // The burst and its ping leave in one write: ws writes every frame on its own, and on a busy
     // instance those writes were a quarter of the CPU.
-    const wire = (subscriber.socket as unknown as { _socket?: Socket })._socket;
-    wire?.cork();
+    outlet.cork();
     try {
       let last = 0;
       let firstStoredAt = 0;
       for (const notification of batch) {
         if (notification.seq <= subscriber.sentSeq) continue;
-        if (!isOpen(subscriber)) break;
-        if (subscriber.socket.bufferedAmount > this.env.WS_MAX_BUFFERED_BYTES) {
-          wire?.uncork(); // what waits must be able to drain
+        if (!outlet.isOpen) break;
+        if (outlet.bufferedBytes > this.env.WS_MAX_BUFFERED_BYTES) {
+          outlet.uncork(); // what waits must be able to drain
           const room = await this.roomToSend(subscriber);
-          wire?.cork();
+          outlet.cork();
           if (!room) break;
         }
         this.send(subscriber, notification);
         last = notification.seq;
         firstStoredAt ||= notification.storedAt;
       }
-      if (last > 0 && isOpen(subscriber)) {
-        this.await(subscriber, { seq: last, firstStoredAt });
-        subscriber.socket.ping(String(last));
+      if (last > 0 && outlet.isOpen) {
+        if (outlet.confirms !== 'on-resume') this.await(subscriber, { seq: last, firstStoredAt });
+        outlet.burstSent(last);
       }
     } finally {
-      wire?.uncork();
+      outlet.uncork();
     }
   }
 
@@ -228,39 +261,51 @@ export class DeliveryService implements OnModuleInit, OnApplicationShutdown {
    * it gets DRAIN_DEADLINE_MS to drain below half the bound; a client that does not read by then
    * is closed and resumes from its cursor when it reconnects.
    */
-  private async roomToSend(subscriber: Subscriber): Promise<boolean> {
-    const { socket } = subscriber;
-    if (socket.bufferedAmount <= this.env.WS_MAX_BUFFERED_BYTES) return isOpen(subscriber);
+  private async roomToSend({ outlet }: Subscriber): Promise<boolean> {
+    if (outlet.bufferedBytes <= this.env.WS_MAX_BUFFERED_BYTES) return outlet.isOpen;
     const deadline = Date.now() + DRAIN_DEADLINE_MS;
-    while (isOpen(subscriber) && socket.bufferedAmount > this.env.WS_MAX_BUFFERED_BYTES / 2 && Date.now() < deadline) {
+    while (outlet.isOpen && outlet.bufferedBytes > this.env.WS_MAX_BUFFERED_BYTES / 2 && Date.now() < deadline) {
       await new Promise((resolve) => setTimeout(resolve, DRAIN_POLL_MS));
     }
-    if (!isOpen(subscriber)) return false;
-    if (socket.bufferedAmount <= this.env.WS_MAX_BUFFERED_BYTES / 2) return true;
-    socket.close(SLOW_CONSUMER_CLOSE, 'too slow: reconnect to resume');
+    if (!outlet.isOpen) return false;
+    if (outlet.bufferedBytes <= this.env.WS_MAX_BUFFERED_BYTES / 2) return true;
+    outlet.closeSlow();
     return false;
   }
 
-  private send(subscriber: Subscriber, { seq, payload, storedAt }: StoredNotification): void {
-    subscriber.sentSeq = seq;
-    subscriber.socket.send(payload, (error) => {
-      if (error) return;
+  private send(subscriber: Subscriber, notification: StoredNotification): void {
+    subscriber.sentSeq = notification.seq;
+    subscriber.outlet.send(notification, () => {
       this.metrics.notificationsDelivered.inc();
-      this.metrics.publishToPush.observe((Date.now() - storedAt) / 1000);
+      this.metrics.publishToPush.observe((Date.now() - notification.storedAt) / 1000);
     });
   }
 
   /**
-   * A pong is the client's word, so it counts only when it echoes exactly a delivery ping this
-   * connection was sent and has not answered yet; anything else (a heartbeat pong, a forged or
-   * repeated value) is ignored.
+   * A v1 pong is the client's word, so it counts only when it echoes exactly a delivery ping
+   * this connection was sent and has not answered yet; anything else (a heartbeat pong, a forged
+   * or repeated value) is ignored.
    */
-  private confirm(subscriber: Subscriber, data: Buffer): void {
+  confirmPing(subscriber: Subscriber, data: Buffer): void {
     const seq = parseSeq(data);
-    if (seq === undefined) return;
-    const index = subscriber.awaiting.findIndex((ping) => ping.seq === seq);
-    if (index < 0) return;
-    subscriber.awaiting.splice(0, index + 1);
+    if (seq !== undefined && subscriber.awaiting.some((ping) => ping.seq === seq)) this.confirm(subscriber, seq);
+  }
+
+  /**
+   * A v2 ack confirms `seq` and everything before it on this connection, but never more than
+   * the connection was sent: an ack of something unsent, or of less than it already confirmed,
+   * changes nothing.
+   */
+  acknowledge(subscriber: Subscriber, seq: number): void {
+    if (Number.isSafeInteger(seq) && seq > subscriber.confirmedSeq && seq <= subscriber.sentSeq) this.confirm(subscriber, seq);
+  }
+
+  private confirm(subscriber: Subscriber, seq: number): void {
+    const { awaiting } = subscriber;
+    let answered = 0;
+    while (answered < awaiting.length && awaiting[answered].seq <= seq) answered++;
+    // A burst confirmed only in part still holds its first message's age (the health of delivery).
+    awaiting.splice(0, answered);
     subscriber.confirmedSeq = seq;
     if (subscriber.caughtUpSeq !== undefined && seq >= subscriber.caughtUpSeq) subscriber.owesHold = false;
   }
@@ -340,7 +385,7 @@ export class DeliveryService implements OnModuleInit, OnApplicationShutdown {
   }
 }
 
-const isOpen = (subscriber: Subscriber) => subscriber.socket.readyState === subscriber.socket.OPEN;
+const isOpen = (subscriber: Subscriber) => subscriber.outlet.isOpen;
 
 /** A delivery ping's payload: a positive decimal integer, nothing else. */
 function parseSeq(data: Buffer): number | undefined {

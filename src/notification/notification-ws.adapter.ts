@@ -5,17 +5,21 @@ import { WsAdapter } from '@nestjs/platform-ws';
 import type { WebSocket, WebSocketServer } from 'ws';
 import { RETRY_AFTER_S } from '../common/errors/temporarily-unavailable.js';
 import { answerOverHttp, asksForWebSocket } from '../common/http/upgrade-fallback.js';
-import type { AccessTokenClaims } from '../token/access-tokens.service.js';
+import { CloseCode } from './close-codes.js';
+import type { ResumePosition } from './delivery.service.js';
 import type { UpgradeDecision } from './stream-authorizer.js';
+import type { StreamToken } from './streams.service.js';
+import { PROTOCOL_V2 } from './websocket-streams.js';
 
-/** RFC 6455 §7.4.1 "going away": the stream's "server is shutting down, reconnect". */
-export const GOING_AWAY = 1001;
 const CLOSE_HANDSHAKE_MS = 1_000;
 
-const TOKEN = Symbol('voyage.token');
+const DECISION = Symbol('voyage.upgrade');
+type Admitted = Extract<UpgradeDecision, { ok: true }>;
 
 /** The verified token of an upgraded request. */
-export const tokenOfUpgrade = (request: IncomingMessage): AccessTokenClaims => (request as unknown as Record<symbol, AccessTokenClaims>)[TOKEN];
+export const tokenOfUpgrade = (request: IncomingMessage): StreamToken => (request as unknown as Record<symbol, Admitted>)[DECISION].token;
+/** The position a v2 client resumes from, checked during the upgrade. */
+export const resumeOfUpgrade = (request: IncomingMessage): ResumePosition | undefined => (request as unknown as Record<symbol, Admitted>)[DECISION].resume;
 
 export interface StreamOptions {
   authorize(request: IncomingMessage): Promise<UpgradeDecision>;
@@ -83,11 +87,13 @@ export class NotificationWsAdapter extends WsAdapter {
       ...options,
       maxPayload: this.stream.maxIncomingBytes,
       perMessageDeflate: false,
+      // Protocol v2 when offered; otherwise as before (ws's default: the first offered, if any).
+      handleProtocols: (offered: Set<string>) => (offered.has(PROTOCOL_V2) ? PROTOCOL_V2 : (offered.values().next().value ?? false)),
       verifyClient: (info: { req: IncomingMessage }, done: (ok: boolean, status?: number, message?: string, headers?: Record<string, string>) => void) => {
         this.stream.authorize(info.req).then(
           (decision) => {
             if (!decision.ok) return done(false, decision.status, decision.message, decision.headers);
-            (info.req as unknown as Record<symbol, AccessTokenClaims>)[TOKEN] = decision.token;
+            (info.req as unknown as Record<symbol, Admitted>)[DECISION] = decision;
             done(true);
           },
           // The token or the client could not be checked (the database is away or busy): try again.
@@ -112,7 +118,7 @@ export class NotificationWsAdapter extends WsAdapter {
     const stopped = new Promise((resolve) => server.close(resolve));
     const sockets = [...server.clients];
     const closed = sockets.map((socket) => new Promise((resolve) => socket.once('close', resolve)));
-    for (const socket of sockets) socket.close(GOING_AWAY, 'server shutting down');
+    for (const socket of sockets) socket.close(CloseCode.GOING_AWAY, 'server shutting down');
     // Clients normally answer the close frame at once; a silent one is cut after a second.
     const deadline = new Promise((resolve) => setTimeout(resolve, CLOSE_HANDSHAKE_MS).unref());
     await Promise.race([Promise.all(closed), deadline]);

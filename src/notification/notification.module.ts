@@ -13,15 +13,18 @@ import { NotificationListener } from './notification-listener.service.js';
 import { NotificationMetrics } from './notification-metrics.js';
 import { NotificationPublishingModule } from './notification-publishing.module.js';
 import { NotificationRetention } from './notification-retention.js';
+import { EventStreamController } from './event-stream.controller.js';
 import { NotificationController } from './notification.controller.js';
 import { NotificationGateway } from './notification.gateway.js';
+import { ProtocolV2Messages } from './protocol-v2-messages.js';
 import { StreamAuthorizer } from './stream-authorizer.js';
 import { StreamRevocations } from './stream-revocations.js';
+import { Streams } from './streams.service.js';
 
 /** The notification service: publish, store, and push report notifications over the WebSocket stream. */
 @Module({
   imports: [ClientsModule, KeysModule, TokenModule, HealthModule, TerminusModule, NotificationPublishingModule],
-  controllers: [NotificationController],
+  controllers: [NotificationController, EventStreamController],
   providers: [
     BearerAuthenticator,
     BearerGuard,
@@ -32,8 +35,10 @@ import { StreamRevocations } from './stream-revocations.js';
     NotificationListener,
     NotificationMetrics,
     NotificationRetention,
+    ProtocolV2Messages,
     StreamAuthorizer,
     StreamRevocations,
+    Streams,
   ],
   exports: [BearerAuthenticator, StreamAuthorizer, DeliveryService],
 })

@@ -61,6 +61,19 @@ export interface DeliveryStart {
   heldSeq?: number;
 }
 
+/** A resuming connection's client, and the seq it resumes after. */
+export interface ResumeFactsRequest {
+  clientId: string;
+  fromSeq: number;
+}
+
+export interface ResumeFacts {
+  epoch: string;
+  latestSeq: number;
+  /** Something after the resume position has expired (deleted by retention or about to be). */
+  incomplete: boolean;
+}
+
 /** How long a publish may take from its insert to its commit, as far as deliveryStarts is concerned. */
 const COMMIT_MARGIN_MS = 1_000;
 
@@ -241,15 +254,43 @@ export class NotificationsRepository {
 
   /**
    * Deletes up to `limit` expired notifications; rows a publish is re-storing right now are
-   * skipped rather than waited for. Returns how many were deleted.
+   * skipped rather than waited for. Each recipient's highest deleted seq is kept, so a client
+   * resuming below it learns its history is incomplete. Returns how many were deleted.
    */
   async purgeExpired(limit: number): Promise<number> {
-    const [, deleted]: [unknown, number] = await this.dataSource.query(
-      `DELETE FROM notifications WHERE seq IN (
-         SELECT seq FROM notifications WHERE expires_at <= now() ORDER BY expires_at LIMIT $1 FOR UPDATE SKIP LOCKED)`,
+    const [{ deleted }]: { deleted: number }[] = await this.dataSource.query(
+      `WITH purged AS (
+         DELETE FROM notifications WHERE seq IN (
+           SELECT seq FROM notifications WHERE expires_at <= now() ORDER BY expires_at LIMIT $1 FOR UPDATE SKIP LOCKED)
+         RETURNING recipient, seq),
+       marked AS (
+         INSERT INTO notification_expiries (client_id, expired_through_seq)
+         SELECT recipient, max(seq) FROM purged GROUP BY recipient ORDER BY recipient
+         ON CONFLICT (client_id) DO UPDATE SET expired_through_seq = GREATEST(notification_expiries.expired_through_seq, EXCLUDED.expired_through_seq))
+       SELECT count(*)::int AS deleted FROM purged`,
       [limit],
     );
     return deleted;
+  }
+
+  /**
+   * For each resuming connection, from `fromSeq`: the database's epoch, the highest seq the
+   * recipient ever had here (kept or expired: a position beyond it is not from this database),
+   * and whether something after `fromSeq` has expired. Notifications expire in seq order, so
+   * the first one after `fromSeq` tells (one index probe), or the highest deleted seq does.
+   */
+  async resumeFacts(requests: ResumeFactsRequest[]): Promise<ResumeFacts[]> {
+    const rows: { position: string; epoch: string; latest_seq: string; incomplete: boolean }[] = await this.dataSource.query(
+      `SELECT r.position, (SELECT epoch FROM notification_epoch) AS epoch,
+         GREATEST(coalesce(x.expired_through_seq, 0), coalesce((SELECT max(seq) FROM notifications n WHERE n.recipient = r.client_id), 0)) AS latest_seq,
+         (coalesce(x.expired_through_seq, 0) > r.from_seq
+          OR coalesce((SELECT n.expires_at <= now() FROM notifications n WHERE n.recipient = r.client_id AND n.seq > r.from_seq ORDER BY n.seq LIMIT 1), false)) AS incomplete
+       FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS r (client_id, from_seq, position)
+       LEFT JOIN notification_expiries x ON x.client_id = r.client_id
+       ORDER BY r.position`,
+      [requests.map((request) => request.clientId), requests.map((request) => request.fromSeq)],
+    );
+    return rows.map((row) => ({ epoch: row.epoch, latestSeq: Number(row.latest_seq), incomplete: row.incomplete }));
   }
 
   /**

@@ -4,15 +4,9 @@ import { Env } from '../config/env.js';
 import { PgListener } from '../database/pg-listener.service.js';
 import { KeysService } from '../keys/keys.service.js';
 import { AccessTokens } from '../token/access-tokens.service.js';
+import { CloseCode } from './close-codes.js';
 import { ConnectionRegistry, type StreamConnection } from './connection-registry.js';
 import { NotificationListener } from './notification-listener.service.js';
-
-/**
- * Streams whose right to stay open was taken away end with a policy violation (RFC 6455 §7.4.1),
- * as a disabled client's do; reconnecting with the same token then fails with 401, while a client
- * that may still subscribe gets a fresh token and comes back.
- */
-export const CLOSE_REVOKED = 1008;
 
 /**
  * Closes, on every instance, the streams a revocation reaches: an access token revoked at
@@ -71,5 +65,5 @@ export class StreamRevocations implements OnModuleInit {
 }
 
 const close = (connections: StreamConnection[], reason: string) => {
-  for (const connection of connections) connection.socket.close(CLOSE_REVOKED, reason);
+  for (const connection of connections) connection.transport.close(CloseCode.POLICY, reason);
 };

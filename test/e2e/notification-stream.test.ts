@@ -142,7 +142,7 @@ async function collect(stream: Stream, count: number, ms: number, quietMs = 1_00
 
 /** The server side of a client's connections on `app` (the gateway's own bookkeeping). */
 function serverSockets(app: TestApp, clientId: string): WebSocket[] {
-  return app.get(ConnectionRegistry).ofClient(clientId).map((connection) => connection.socket);
+  return app.get(ConnectionRegistry).ofClient(clientId).map((connection) => (connection.transport as unknown as { socket: WebSocket }).socket);
 }
 
 /** ~60 KB of warnings (the body limit is 64 KB): 120 such notifications outrun the kernel's socket buffers. */

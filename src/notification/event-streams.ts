@@ -1,0 +1,121 @@
+import type { ServerResponse } from 'node:http';
+import type { Writable } from 'node:stream';
+import { constants as zlib, createGzip, type Gzip } from 'node:zlib';
+import { CloseCode } from './close-codes.js';
+import type { StoredNotification } from './notifications.repository.js';
+import type { Outlet, ResetReason } from './outlet.js';
+import type { StreamTransport } from './stream-transport.js';
+
+/** The response headers of an event stream: never cached, never buffered by a proxy (nginx reads X-Accel-Buffering). */
+export const EVENT_STREAM_HEADERS = {
+  'Content-Type': 'text/event-stream; charset=utf-8',
+  'Cache-Control': 'no-cache, no-transform',
+  'X-Accel-Buffering': 'no',
+} as const;
+
+/** The events a closing stream is ended with, by close code: the ones a client acts on. */
+const CLOSING_EVENTS: Partial<Record<number, string>> = {
+  [CloseCode.TOKEN_EXPIRED]: 'token-expired',
+  [CloseCode.GOING_AWAY]: 'shutdown',
+};
+
+/**
+ * A notification stream as server-sent events (HTML Living Standard §9.2), for networks that
+ * refuse WebSocket: each notification is `id: SEQ`, `event: notification`, `data: {the seed's
+ * fields}`. The client confirms only when it resumes (`Last-Event-ID`), so nothing it was sent
+ * counts as read before then. With gzip, every burst is flushed as it ends, so compression never
+ * holds a notification back.
+ */
+export class EventStream implements StreamTransport, Outlet {
+  readonly confirms = 'on-resume';
+  readonly pongs = false;
+  private ended = false;
+
+  private constructor(
+    private readonly response: ServerResponse,
+    private readonly out: Writable,
+    private readonly gzip?: Gzip,
+  ) {}
+
+  /** Starts the response (200 and the headers); gzip when the client accepts it. */
+  static start(response: ServerResponse, gzip: boolean): EventStream {
+    response.writeHead(200, { ...EVENT_STREAM_HEADERS, ...(gzip && { 'Content-Encoding': 'gzip', Vary: 'Accept-Encoding' }) });
+    if (!gzip) return new EventStream(response, response);
+    // A small window and memory level: an idle stream holds little, and events are small.
+    const compressor = createGzip({ windowBits: 12, memLevel: 5 });
+    compressor.pipe(response);
+    compressor.on('error', () => response.destroy());
+    return new EventStream(response, compressor, compressor);
+  }
+
+  get isOpen(): boolean {
+    return !this.ended && !this.response.destroyed && this.response.writable;
+  }
+
+  get bufferedBytes(): number {
+    return this.response.writableLength + (this.gzip?.writableLength ?? 0);
+  }
+
+  cork(): void {
+    this.out.cork();
+  }
+
+  uncork(): void {
+    this.out.uncork();
+  }
+
+  begin({ reset }: { epoch?: string; reset?: ResetReason }): void {
+    if (reset) this.event('reset', JSON.stringify({ reason: reset }));
+    // The status line and headers leave now, through proxies that wait for a first byte.
+    this.write(': stream open\n\n');
+    this.flush();
+  }
+
+  send({ seq, payload }: StoredNotification, delivered: () => void): void {
+    this.write(`id: ${seq}\nevent: notification\ndata: ${payload}\n\n`, delivered);
+  }
+
+  burstSent(): void {
+    this.flush();
+  }
+
+  /** A comment line: it keeps proxies from timing the stream out, and a write to a vanished client fails. */
+  ping(): void {
+    this.write(': keepalive\n\n');
+    this.flush();
+  }
+
+  close(code: number, reason: string): void {
+    if (!this.isOpen) return;
+    const event = CLOSING_EVENTS[code];
+    if (event) this.event(event, JSON.stringify({ reason }));
+    this.ended = true;
+    this.out.end();
+  }
+
+  closeSlow(): void {
+    this.close(CloseCode.TRY_AGAIN_LATER, 'too slow: reconnect to resume');
+  }
+
+  terminate(): void {
+    this.ended = true;
+    this.response.destroy();
+  }
+
+  private event(name: string, data: string): void {
+    this.write(`event: ${name}\ndata: ${data}\n\n`);
+    this.flush();
+  }
+
+  private write(text: string, written?: () => void): void {
+    if (!this.isOpen) return;
+    this.out.write(text, (error) => {
+      if (!error) written?.();
+    });
+  }
+
+  /** gzip holds output until it has enough: a sync flush sends what was written so far. */
+  private flush(): void {
+    if (this.gzip && this.isOpen) this.gzip.flush(zlib.Z_SYNC_FLUSH);
+  }
+}
