@@ -12,6 +12,7 @@ import { OAuthError } from '../token/oauth-error.js';
 import { type OAuthParams, readOAuthParams } from '../token/oauth-params.js';
 import { displayNameOf } from '../users/user.entity.js';
 import { confirmLogoutPage, signedOutPage } from './logout-pages.js';
+import { type AppReturn, ProviderLogoutReturns } from './provider-logout-returns.js';
 
 /** What /sso/logout answers; `endSession`: the browser's session cookie is to be cleared. */
 export type LogoutAnswer = ({ kind: 'redirect'; location: string } | { kind: 'page'; page: HtmlPage; form?: boolean }) & { endSession?: boolean };
@@ -21,13 +22,16 @@ const CARRIED = ['id_token_hint', 'client_id', 'post_logout_redirect_uri', 'stat
 
 const refused = (message: string): LogoutAnswer => ({ kind: 'page', page: { status: 400, html: messagePage('This sign-out link does not work', message) } });
 
+const signedOut = (): LogoutAnswer => ({ kind: 'page', page: { status: 200, html: signedOutPage() } });
+
 /**
  * RP-Initiated Logout 1.0: ends the browser's session at the service, then sends the browser to
- * the post_logout_redirect_uri the client registered (with its `state`), or, for a user who signed
- * in through an identity provider, on to that provider's end_session_endpoint; else a "signed out"
- * page. It ends a session at once only for an ID token of that session's user (`id_token_hint`);
- * otherwise the user confirms, so a link alone never signs anyone out. It never redirects to an
- * address the client did not register.
+ * the post_logout_redirect_uri the client registered (with its `state`); else a "signed out"
+ * page. For a user who signed in through an identity provider with an end_session_endpoint, the
+ * browser first goes there, and the provider sends it back to /sso/logout/done, which goes on as
+ * the application asked (brokers chain their sign-outs so). It ends a session at once only for
+ * an ID token of that session's user (`id_token_hint`); otherwise the user confirms, so a link
+ * alone never signs anyone out. It never redirects to an address the client did not register.
  */
 @Injectable()
 export class LogoutService {
@@ -38,6 +42,7 @@ export class LogoutService {
     private readonly upstreamSessions: UpstreamSessionsRepository,
     private readonly registry: IdentityProvidersService,
     private readonly upstream: UpstreamClients,
+    private readonly returns: ProviderLogoutReturns,
   ) {}
 
   /** `confirmation`: the confirmation form's CSRF pair (its cookie and its field), when it is what was posted. */
@@ -67,24 +72,62 @@ export class LogoutService {
     const session = await this.sessions.find(sessionCookie);
     if (session && !confirmation && hint?.sub !== session.user.id) {
       const fields = Object.fromEntries(CARRIED.flatMap((name) => (params.has(name) ? [[name, params.get(name)!]] : [])));
-      return { kind: 'page', page: { status: 200, html: confirmLogoutPage({ username: displayNameOf(session.user), csrfToken, fields }) }, form: true };
+      const html = confirmLogoutPage({ username: displayNameOf(session.user), csrfToken, fields });
+      return { kind: 'page', page: { status: 200, html, formTargets: await this.formTargets(session.upstreamSessionId, redirectUri) }, form: true };
     }
     const ended = session && sessionCookie ? await this.sessions.end(sessionCookie) : undefined;
-    const atProvider = ended?.upstreamSessionId ? await this.providerEndSession(ended.upstreamSessionId) : undefined;
+    const app = client && redirectUri !== undefined ? { clientId: client.id, redirectUri, state: params.get('state') } : undefined;
+    const atProvider = ended?.upstreamSessionId ? await this.providerEndSession(ended.upstreamSessionId, app) : undefined;
     if (atProvider) return { kind: 'redirect', location: atProvider, endSession: true };
-    if (redirectUri !== undefined) return { kind: 'redirect', location: withState(redirectUri, params.get('state')), endSession: true };
-    return { kind: 'page', page: { status: 200, html: signedOutPage() }, endSession: true };
+    if (app) return { kind: 'redirect', location: withState(app.redirectUri, app.state), endSession: true };
+    return { ...signedOut(), endSession: true };
   }
 
-  /** The provider's end_session_endpoint for a brokered sign-in (OpenID Connect RP-Initiated Logout), if it has one and answers. */
-  private async providerEndSession(upstreamSessionId: string): Promise<string | undefined> {
+  /**
+   * GET /sso/logout/done, where a provider's sign-out sends the browser back: on to the
+   * application's address with its `state` when the state carries one still registered for its
+   * client; otherwise (none asked, or a state forged, changed or expired) "You're signed out".
+   */
+  async afterProvider(query: unknown): Promise<LogoutAnswer> {
+    const state = typeof query === 'object' && query !== null ? (query as Record<string, unknown>).state : undefined;
+    // A repeated state is an array: no state of the service's.
+    const app = typeof state === 'string' && state !== '' ? await this.returns.read(state) : undefined;
+    const client = app ? await this.clients.find(app.clientId) : null;
+    if (!app || !client || !this.clients.isPostLogoutRedirectAllowed(client, app.redirectUri)) return signedOut();
+    return { kind: 'redirect', location: withState(app.redirectUri, app.state) };
+  }
+
+  /**
+   * The provider's end_session_endpoint for a brokered sign-in (OpenID Connect RP-Initiated
+   * Logout), if it has one and answers. The provider sends the browser back to /sso/logout/done,
+   * with a state that leads on to the application when it asked for an address (`app`).
+   */
+  private async providerEndSession(upstreamSessionId: string, app: AppReturn | undefined): Promise<string | undefined> {
+    const configuration = await this.providerLogout(upstreamSessionId);
+    if (!configuration) return undefined;
+    // The service keeps no upstream ID token for id_token_hint: openid-client sends client_id, which names the registration.
+    const back = { post_logout_redirect_uri: this.returns.returnUrl, ...(app ? { state: await this.returns.issue(app) } : {}) };
+    return oidc.buildEndSessionUrl(configuration, back).href;
+  }
+
+  /** The provider a brokered sign-in went through, when it has an end_session_endpoint and answers (its discovery is cached). */
+  private async providerLogout(upstreamSessionId: string): Promise<oidc.Configuration | undefined> {
     const name = await this.upstreamSessions.providerOf(upstreamSessionId);
     const provider = name === undefined ? undefined : await this.registry.find(name);
     if (!provider) return undefined;
-    // Unreachable, or without an end_session_endpoint: the service's own sign-out stands alone.
-    return this.upstream
-      .call(provider, async (configuration) => (configuration.serverMetadata().end_session_endpoint ? oidc.buildEndSessionUrl(configuration).href : undefined))
-      .catch(() => undefined);
+    // Unreachable, or without a usable end_session_endpoint: the service's own sign-out stands alone.
+    const configuration = await this.upstream.configuration(provider).catch(() => undefined);
+    const endpoint = configuration?.serverMetadata().end_session_endpoint;
+    return endpoint && URL.canParse(endpoint) ? configuration : undefined;
+  }
+
+  /**
+   * Where the "Sign out?" form's answer may lead: Chrome applies form-action to the redirect that
+   * follows a POST, so the provider's sign-out and the application's address are allowed too.
+   */
+  private async formTargets(upstreamSessionId: string | null, redirectUri: string | undefined): Promise<string[]> {
+    const atProvider = upstreamSessionId ? (await this.providerLogout(upstreamSessionId))?.serverMetadata().end_session_endpoint : undefined;
+    return [atProvider, redirectUri].filter((url) => url !== undefined).map((url) => new URL(url).origin);
   }
 }
 

@@ -9,6 +9,7 @@ import { UsersModule } from '../users/users.module.js';
 import { DiscoveryController } from './discovery.controller.js';
 import { LogoutController } from './logout.controller.js';
 import { LogoutService } from './logout.service.js';
+import { ProviderLogoutReturns } from './provider-logout-returns.js';
 import { UserinfoController } from './userinfo.controller.js';
 import { UserinfoService } from './userinfo.service.js';
 
@@ -16,6 +17,6 @@ import { UserinfoService } from './userinfo.service.js';
 @Module({
   imports: [ClientsModule, IdentityProvidersModule, KeysModule, NotificationModule, SessionsModule, TokenModule, UsersModule],
   controllers: [DiscoveryController, LogoutController, UserinfoController],
-  providers: [LogoutService, UserinfoService],
+  providers: [LogoutService, ProviderLogoutReturns, UserinfoService],
 })
 export class OidcModule {}

@@ -108,7 +108,7 @@ describe('ID tokens', () => {
     expect(seed.body.scope).toBeNull();
   });
 
-  it("gives the helper's code approved with \"Continue as USER\" the auth_time and sid of the session's sign-in, by redirect and by polling", async () => {
+  it('gives the helper’s code approved with “Continue as USER” the auth_time and sid of the session’s sign-in, by redirect and by polling', async () => {
     const user = await createUser(app);
     const browser = new FormBrowser();
     /** The helper's code exchanged with openid: its ID token's claims. */

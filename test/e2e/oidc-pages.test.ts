@@ -11,7 +11,7 @@ import { startTestApp, type TestApp } from '../setup/test-app.js';
 
 // The pages of the OpenID Connect provider as a person sees them in Chromium without JavaScript:
 // the login page of a standard request, "Continue as USER" within a session, and logout's
-// "Sign out?" and "You're signed out". OIDC_SCREENSHOTS_DIR=DIR writes each at 390 and 1280 px.
+// "Sign out?" and "You're signed out" (or the app's own address). OIDC_SCREENSHOTS_DIR=DIR writes each at 390 and 1280 px.
 
 const screenshot = (page: Page, name: string) => screenshotWidths(page, process.env.OIDC_SCREENSHOTS_DIR, name);
 
@@ -26,7 +26,7 @@ describe('the OpenID Connect pages in a browser', () => {
 
   beforeAll(async () => {
     [app, browser, appCallback] = await Promise.all([startTestApp({}), launchChromium(), startDeviceCallback()]);
-    const created = await app.get(ClientsService).create({ name: 'Voyage Planner', redirectPatterns: [LOOPBACK_PATTERN] });
+    const created = await app.get(ClientsService).create({ name: 'Voyage Planner', redirectPatterns: [LOOPBACK_PATTERN], postLogoutRedirectUris: [appCallback.url] });
     clientId = created.client_id;
   });
   afterAll(async () => {
@@ -83,5 +83,14 @@ describe('the OpenID Connect pages in a browser', () => {
     await page.getByRole('button', { name: 'Sign out' }).click();
     expect(await page.getByRole('heading', { level: 1 }).textContent()).toBe("You're signed out");
     await screenshot(page, 'oidc-signed-out');
+  });
+
+  it('goes on to the address the app registered, with its state, after "Sign out?"', async () => {
+    const page = await signedInPage();
+    await page.goto(`${app.baseUrl}/sso/logout?${new URLSearchParams({ client_id: clientId, post_logout_redirect_uri: appCallback.url, state: 'bye' })}`);
+    expect(await page.getByRole('heading', { level: 1 }).textContent()).toBe('Sign out?');
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    expect(page.url()).toBe(`${appCallback.url}?state=bye`);
+    expect(await page.textContent('body')).toBe('device got the answer');
   });
 });

@@ -30,8 +30,9 @@ export interface RegisteredProvider {
 }
 
 /**
- * Registers the service as a confidential client at the provider (redirect URI: its callback here)
- * and the provider here as NAME, as an operator does with idp:create.
+ * Registers the service as a confidential client at the provider (redirect URI: its callback here;
+ * post-logout redirect URI: /sso/logout/done, where the provider's sign-out comes back) and the
+ * provider here as NAME, as an operator does with idp:create.
  */
 export async function registerProvider(
   app: TestApp,
@@ -42,7 +43,14 @@ export async function registerProvider(
 ): Promise<RegisteredProvider> {
   const clientId = `voyage-${name}`;
   const clientSecret = `upstream-secret-${randomBytes(16).toString('hex')}`;
-  if ('registerClient' in upstream) await upstream.registerClient({ client_id: clientId, client_secret: clientSecret, redirect_uris: [`${app.baseUrl}/sso/callback/${name}`] });
+  if ('registerClient' in upstream) {
+    await upstream.registerClient({
+      client_id: clientId,
+      client_secret: clientSecret,
+      redirect_uris: [`${app.baseUrl}/sso/callback/${name}`],
+      post_logout_redirect_uris: [`${app.baseUrl}/sso/logout/done`],
+    });
+  }
   await app.get(IdentityProvidersService).create({ name, issuer: upstream.issuer, clientId, displayName, mode }, clientSecret);
   return { name, clientId, clientSecret };
 }
@@ -53,7 +61,7 @@ let sequence = 0;
 export async function createSignInClient(
   app: TestApp,
   signIn: string[],
-  options: { grants?: GrantType[]; redirectPatterns?: string[]; scopes?: string[] } = {},
+  options: { grants?: GrantType[]; redirectPatterns?: string[]; scopes?: string[]; postLogoutRedirectUris?: string[] } = {},
 ): Promise<TestClient & { name: string }> {
   const name = `Device ${process.pid}-${++sequence}`;
   const created = await app.get(ClientsService).create({ name, signIn, ...options });

@@ -102,6 +102,7 @@ describe('fuzz: logout', () => {
   const TEMPLATES: Record<string, RouteTemplate> = {
     [PAGE]: { method: 'GET', target: `/sso/logout?${valid.map(([name, value]) => `${name}=${pct(value)}`).join('&')}`, headers: [['Cookie', 'vc_session={{session}}']] },
     [SUBMIT]: { method: 'POST', target: '/sso/logout', headers: [['Cookie', `vc_session={{session}}; vc_csrf=${PAGE_CSRF}`]], body: { contentType: FORM, body: { form: [...valid, ['csrf_token', PAGE_CSRF]] } } },
+    'GET /sso/logout/done': { method: 'GET', target: '/sso/logout/done?state=eyJhbGciOiJSUzI1NiJ9.e30.c2ln' },
   };
   const get = (query: [string, string][], cookie = `vc_session={{session}}; vc_csrf=${PAGE_CSRF}`): FuzzRequest => ({
     route: PAGE,
@@ -143,7 +144,7 @@ describe('fuzz: logout', () => {
   it('answers any logout form below 500, in time, storing nothing, ending the session only for its own ID token or the CSRF-checked confirmation', () =>
     fuzz.checkRequests(submitRequest, { stores: () => [], inspect: endsRightly, beforeEach: unthrottled, examples: examples.filter(({ route }) => route === SUBMIT) }), TEST_TIMEOUT_MS);
 
-  it('answers odd methods, path tricks, odd headers, wrong media types and big bodies on the logout page', () =>
+  it('answers odd methods, path tricks, odd headers, wrong media types and big bodies on the logout page and its return from a provider', () =>
     fuzz.checkRequests(fc.oneof(...Object.entries(TEMPLATES).map(([route, template]) => envelope(route, template))), {
       stores: () => [],
       beforeEach: unthrottled,
