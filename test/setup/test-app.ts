@@ -44,6 +44,15 @@ export async function startTestApp(vars: Record<string, string> = {}, databaseUr
     databaseUrl: url,
     baseUrl,
     get: (type) => app.get(type),
-    close: () => app.close(),
+    // As the service's own shutdown does after SHUTDOWN_TIMEOUT_MS: a client connection that never
+    // sent a request (undici opens some) would otherwise hold the close for HTTP_HEADERS_TIMEOUT_MS.
+    close: async () => {
+      const cutoff = setTimeout(() => app.getHttpServer().closeAllConnections(), 3_000);
+      try {
+        await app.close();
+      } finally {
+        clearTimeout(cutoff);
+      }
+    },
   };
 }
