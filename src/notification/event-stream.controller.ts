@@ -1,5 +1,5 @@
 import { BadRequestException, Controller, Get, Headers, NotAcceptableException, Query, Req, Res, ServiceUnavailableException, UseGuards } from '@nestjs/common';
-import { ApiBearerAuth, ApiHeader, ApiOperation, ApiProduces, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiHeader, ApiOperation, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import Negotiator from 'negotiator';
 import { ApiErrorResponse, RETRY_AFTER_HEADER } from '../common/errors/api-error-response.decorator.js';
@@ -41,8 +41,11 @@ export class EventStreamController {
   @ApiHeader({ name: 'Last-Event-ID', required: false, description: 'the `id` of the last event received: the stream resumes after it' })
   @ApiQuery({ name: 'after', required: false, schema: { type: 'integer', minimum: 0 }, description: 'as Last-Event-ID, for clients that cannot set headers' })
   @ApiQuery({ name: 'epoch', required: false, description: 'the epoch of the database the client last read from (from a protocol v2 message): another one resets' })
-  @ApiProduces('text/event-stream')
-  @ApiResponse({ status: 200, description: 'the event stream (`Cache-Control: no-cache`, `X-Accel-Buffering: no`)' })
+  @ApiResponse({
+    status: 200,
+    description: 'the event stream (`Cache-Control: no-cache`, `X-Accel-Buffering: no`)',
+    content: { 'text/event-stream': { schema: { type: 'string', example: 'id: 42\nevent: notification\ndata: {"correlationId":"…"}\n\n' } } },
+  })
   @ApiErrorResponse(400, '`Last-Event-ID`, `after` or `epoch` is not a value the service sends')
   @ApiBearerRefusals('the subscribe scope (DEFAULT_CLIENT_SCOPE)')
   @ApiErrorResponse(406, 'the Accept header does not allow text/event-stream')

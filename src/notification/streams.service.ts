@@ -123,7 +123,7 @@ export class Streams implements BeforeApplicationShutdown {
     for (const connection of this.connections) connection.transport.close(CloseCode.GOING_AWAY, 'server shutting down');
   }
 
-  /** Closes the stream with 4003 at `exp`; a stream that can replace its token is told EXPIRING_NOTICE_S before. */
+  /** Closes the stream with 4003 at `exp`; a stream that can replace its token is told EXPIRING_NOTICE_S before (or at half a shorter life). */
   private armExpiry(connection: StreamConnection, exp: number): void {
     const stream = connection.transport as Stream;
     const left = Math.max(exp * 1000 - Date.now(), 0);
@@ -132,7 +132,9 @@ export class Streams implements BeforeApplicationShutdown {
       connection.expiry = setTimeout(close, left);
       return;
     }
-    const notice = Math.min(EXPIRING_NOTICE_S * 1000, left);
+    // A token shorter-lived than the notice is told at half its life, not at once: a client that
+    // replaces it as soon as it is told would otherwise be told again at once, and again.
+    const notice = Math.min(EXPIRING_NOTICE_S * 1000, left / 2);
     connection.expiry = setTimeout(() => {
       stream.expiring!(Math.round(notice / 1000));
       connection.expiry = setTimeout(close, notice);
