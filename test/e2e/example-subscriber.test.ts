@@ -106,13 +106,67 @@ describe('examples/notification-subscriber.ts', () => {
   });
 });
 
+describe('examples/notification-subscriber.ts with --protocol v2 and with --sse', () => {
+  let app: TestApp;
+  let publisher: TestClient;
+  const children: (() => void)[] = [];
+
+  beforeAll(async () => {
+    // Tokens of 10 s: v2 replaces its token in band, SSE reconnects with a new one.
+    app = await startTestApp({ CLIENT_TOKEN_TTL: '10' });
+    publisher = await createClient(app, { grants: ['client_credentials'], scopes: ['notification:publish'] });
+  });
+  afterAll(async () => {
+    for (const stop of children) stop();
+    await app?.close();
+  });
+
+  function run(args: string[], subscriber: TestClient) {
+    const child = spawn(TSX, [EXAMPLE, '--api', app.baseUrl, '--reconnect-delay', '1', ...args], {
+      env: { PATH: process.env.PATH, CLIENT_ID: subscriber.id, CLIENT_SECRET: subscriber.secret },
+    });
+    const out = { text: '' };
+    child.stdout.on('data', (chunk) => (out.text += chunk));
+    child.stderr.on('data', (chunk) => (out.text += chunk));
+    children.push(() => child.kill('SIGKILL'));
+    return out;
+  }
+
+  it('v2: prints and acknowledges, and replaces its expiring token without reconnecting', async () => {
+    const subscriber = await createClient(app, { grants: ['client_credentials'] });
+    const out = run(['--protocol', 'v2'], subscriber);
+    await expect.poll(() => out.text, { timeout: 12_000 }).toContain('connected (protocol v2)');
+    const first = await publish(app, publisher, subscriber.id);
+    await expect.poll(() => out.text, { timeout: 5_000 }).toContain(first);
+    await expect.poll(() => out.text, { timeout: 12_000 }).toMatch(/token expiring in \d+ s: replaced/);
+    const second = await publish(app, publisher, subscriber.id);
+    await expect.poll(() => out.text, { timeout: 5_000 }).toContain(second);
+    expect(out.text).not.toContain('closed 4003');
+    expect(out.text.split('connected (protocol v2)').length - 1).toBe(1);
+    for (const correlationId of [first, second]) expect(out.text.split(correlationId).length - 1).toBe(1);
+  }, 40_000);
+
+  it('--sse: prints notifications as server-sent events, reconnecting with a new token and Last-Event-ID when its token expires', async () => {
+    const subscriber = await createClient(app, { grants: ['client_credentials'] });
+    const out = run(['--sse'], subscriber);
+    await expect.poll(() => out.text, { timeout: 12_000 }).toContain('connected (server-sent events)');
+    const first = await publish(app, publisher, subscriber.id);
+    await expect.poll(() => out.text, { timeout: 5_000 }).toContain(first);
+    await expect.poll(() => out.text, { timeout: 15_000 }).toContain('token expired: reconnecting with a new one');
+    await expect.poll(() => out.text.split('connected (server-sent events)').length - 1, { timeout: 10_000 }).toBe(2);
+    const second = await publish(app, publisher, subscriber.id);
+    await expect.poll(() => out.text, { timeout: 5_000 }).toContain(second);
+    for (const correlationId of [first, second]) expect(out.text.split(correlationId).length - 1).toBe(1);
+  }, 45_000);
+});
+
 describe('examples/notification-subscriber.ts at the command line', () => {
   it('explains itself with --help, without a service or a client, and exits 0', async () => {
     const { code, stdout, stderr } = await runToEnd(EXAMPLE, ['--help']);
     expect(code).toBe(0);
     expect(stderr).toBe('');
     expect(stdout).toMatch(/^Usage: npm run example:subscriber -- /);
-    for (const option of ['--api', '--identity', '--ws', '--scope', '--reconnect-delay', '--help']) expect(stdout).toContain(option);
+    for (const option of ['--api', '--identity', '--ws', '--scope', '--protocol', '--sse', '--reconnect-delay', '--help']) expect(stdout).toContain(option);
     expect(stdout).toContain('CLIENT_ID');
   });
 
