@@ -107,12 +107,15 @@ export interface SseOptions {
   gzip?: boolean;
   /** Where to connect instead of the service (a proxy in front of it). */
   via?: string;
+  /** `?epoch=E` on every request: the epoch of the database the client last read from. */
+  epoch?: string;
 }
 
 /** Opens a server-sent events stream with EventSource; resolves once the first connection opened. */
 export function openSse(baseUrl: string, token: string, options: SseOptions = {}): Promise<SseClient> {
   const client = { events: [] as SseEvent[], opens: 0, sentLastEventIds: [] as (string | null)[] } as SseClient;
-  const source = new EventSource(`${options.via ?? baseUrl}${SSE_PATH}`, {
+  const query = options.epoch === undefined ? '' : `?${new URLSearchParams({ epoch: options.epoch })}`;
+  const source = new EventSource(`${options.via ?? baseUrl}${SSE_PATH}${query}`, {
     fetch: (input, init) => {
       const headers = new Headers(init?.headers as ConstructorParameters<typeof Headers>[0]);
       headers.set('Authorization', `Bearer ${token}`);
