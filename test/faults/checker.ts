@@ -1,7 +1,8 @@
 import type { Publication } from './publisher.js';
-import type { Mailbox, Subscriber } from './subscribers.js';
+import { REPEATS_ALLOWED, SUBSCRIBER_KINDS, type SubscriberKind } from './stream-kinds.js';
+import type { Arrival, Mailbox, Subscriber } from './subscribers.js';
 
-export interface DeliveryCheck {
+export interface DeliveryCount {
   /** Notifications answered 202. */
   accepted: number;
   /** Of those, received by their recipient at least once. */
@@ -9,7 +10,7 @@ export interface DeliveryCheck {
   /** Answered 202 and never received (must be 0). */
   lost: number;
   lostKeys: string[];
-  /** Messages a subscriber got again (same key, same subscriber): allowed (at-least-once), counted. */
+  /** Messages a subscriber got again (same key, same subscriber): allowed (at-least-once) where its kind allows repeats, counted. */
   duplicates: number;
   /** Messages that reached a client they were not published to (must be 0). */
   misdelivered: number;
@@ -17,15 +18,55 @@ export interface DeliveryCheck {
   outOfOrder: { recipient: string; firstDifference: number; expected: string; received: string }[];
 }
 
+/** The same for the clients of one kind (v1, v2, SSE), and what only a resuming kind can be told. */
+export interface KindDelivery extends DeliveryCount {
+  kind: SubscriberKind;
+  /** Subscribers (streams, reconnected over and over) of this kind. */
+  subscribers: number;
+  /** Streams they opened during the run: each one after a cut is a resume (v2: `after`, SSE: `Last-Event-ID`). */
+  reconnects: number;
+  /** Whether the kind may get a message again (v1, v2: what was sent and not confirmed); SSE may not. */
+  repeatsAllowed: boolean;
+  /** `reset` messages or events: a history said to be incomplete (must be 0: no retention or database change here). */
+  resets: number;
+}
+
+export interface DeliveryCheck extends DeliveryCount {
+  /** Per subscriber kind present, in the order v1, v2, SSE. */
+  byKind: KindDelivery[];
+}
+
 /**
  * The guarantee under test: every notification answered 202 reaches its recipient at least once,
  * and per recipient the first arrivals come in the order of the 202s (publishes to one recipient
- * are sequential, so that is publish order).
+ * are sequential, so that is publish order). Counted over all clients and for each kind of
+ * subscriber: each client reads with one kind, so a kind's notifications are its clients'.
  */
-export function checkDelivery(publications: Publication[], mailbox: Mailbox): DeliveryCheck {
+export function checkDelivery(publications: Publication[], mailbox: Mailbox, subscribers: Subscriber[], runStartedAt: number): DeliveryCheck {
+  const recipientOf = new Map(publications.map((publication) => [publication.key, publication.recipient]));
+  const kindOf = new Map(subscribers.map((subscriber) => [subscriber.client.id, subscriber.kind]));
+  const byKind = SUBSCRIBER_KINDS.filter((kind) => subscribers.some((subscriber) => subscriber.kind === kind)).map(
+    (kind): KindDelivery => ({
+      kind,
+      subscribers: subscribers.filter((subscriber) => subscriber.kind === kind).length,
+      reconnects: subscribers.filter((subscriber) => subscriber.kind === kind).reduce((sum, subscriber) => sum + subscriber.opens.filter((open) => open.at >= runStartedAt).length, 0),
+      repeatsAllowed: REPEATS_ALLOWED[kind],
+      resets: mailbox.resets.filter((reset) => reset.kind === kind).length,
+      ...countDelivery(
+        publications.filter((publication) => kindOf.get(publication.recipient) === kind),
+        mailbox.arrivals.filter((arrival) => arrival.kind === kind),
+        recipientOf,
+        mailbox,
+      ),
+    }),
+  );
+  return { ...countDelivery(publications, mailbox.arrivals, recipientOf, mailbox), byKind };
+}
+
+/** `publications` to check, `arrivals` at the subscribers concerned; `recipientOf` knows every key published. */
+function countDelivery(publications: Publication[], arrivals: Arrival[], recipientOf: Map<string, string>, mailbox: Mailbox): DeliveryCount {
   // `publications` lists each recipient's publishes in the order they were made (and answered).
   const accepted = publications.filter((publication) => publication.acceptedAt !== undefined);
-  const recipientOf = new Map(publications.map((publication) => [publication.key, publication.recipient]));
 
   const lostKeys = accepted.filter((publication) => !mailbox.has(publication.recipient, publication.key)).map((publication) => publication.key);
 
@@ -35,7 +76,7 @@ export function checkDelivery(publications: Publication[], mailbox: Mailbox): De
   const firstArrivals = new Map<string, string[]>(); // recipient -> keys in order of first arrival
   const firstSeen = new Set<string>();
   // Arrivals are in arrival order; ones this run did not publish (an earlier run's) are left out.
-  for (const arrival of mailbox.arrivals) {
+  for (const arrival of arrivals) {
     const publishedTo = recipientOf.get(arrival.key);
     if (publishedTo === undefined) continue;
     if (publishedTo !== arrival.recipient) misdelivered++;
@@ -53,7 +94,7 @@ export function checkDelivery(publications: Publication[], mailbox: Mailbox): De
   // Compare only what was both accepted and received: a publish that failed may still have been
   // stored (and delivered) before its answer was lost; it has no place in the 202 order.
   const acceptedKeys = new Set(accepted.map((publication) => publication.key));
-  const outOfOrder: DeliveryCheck['outOfOrder'] = [];
+  const outOfOrder: DeliveryCount['outOfOrder'] = [];
   for (const recipient of new Set(accepted.map((publication) => publication.recipient))) {
     const expected = accepted.filter((publication) => publication.recipient === recipient && mailbox.has(recipient, publication.key)).map((publication) => publication.key);
     const received = (firstArrivals.get(recipient) ?? []).filter((key) => acceptedKeys.has(key));

@@ -5,7 +5,10 @@ import { type Attempt, latency, type Route, succeeded } from './requests.js';
 /**
  * The guarantee every scenario asserts: each notification answered 202 reached its recipient,
  * per recipient in publish order, nothing went to the wrong client, every publish was accepted in
- * the end, and no request waited until the client gave up. Soft, so one run reports every breach.
+ * the end, and no request waited until the client gave up. The delivery holds for each kind of
+ * subscriber on its own (a kind whose clients lose nothing cannot hide another's losses); a kind
+ * that resumes exactly after its last id (SSE) gets nothing twice, and no resuming client is told
+ * its history is incomplete. Soft, so one run reports every breach.
  */
 export function expectDeliveryGuarantee(report: ScenarioReport) {
   expect.soft(report.publishes.refused, 'publishes refused with a 4xx').toBe(0);
@@ -14,6 +17,13 @@ export function expectDeliveryGuarantee(report: ScenarioReport) {
   expect.soft(report.delivery.outOfOrder, 'recipients whose notifications arrived out of publish order').toEqual([]);
   expect.soft(report.delivery.misdelivered, 'notifications delivered to another client').toBe(0);
   expect.soft(report.extra['unreadable messages'], 'stream messages that were not notifications').toBe(0);
+  for (const kind of report.delivery.byKind) {
+    expect.soft(kind.lost, `${kind.kind}: lost notifications, e.g. ${kind.lostKeys.slice(0, 3).join(', ')}`).toBe(0);
+    expect.soft(kind.outOfOrder, `${kind.kind}: recipients whose notifications arrived out of publish order`).toEqual([]);
+    expect.soft(kind.misdelivered, `${kind.kind}: notifications delivered to another client`).toBe(0);
+    expect.soft(kind.resets, `${kind.kind}: resets (history said to be incomplete)`).toBe(0);
+    if (!kind.repeatsAllowed) expect.soft(kind.duplicates, `${kind.kind}: notifications received twice by one subscriber`).toBe(0);
+  }
   for (const route of report.routes) expect.soft(route.failures.timeout ?? 0, `${route.route} requests without an answer within the client's timeout`).toBe(0);
 }
 

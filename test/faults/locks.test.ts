@@ -4,6 +4,7 @@ import { attemptsBetween, describeLongest, expectDeliveryGuarantee, failureCount
 import { percentile } from './report.js';
 import { type Attempt, latency } from './requests.js';
 import { currentScale, LIMITS } from './scale.js';
+import { SUBSCRIBER_KINDS } from './stream-kinds.js';
 import { sleep, World } from './world.js';
 
 /** The service's per-recipient publish lock: pg_advisory_xact_lock(7042002, hashtext(recipient)). */
@@ -13,14 +14,14 @@ const PUBLISH_LOCK_CLASS = 7_042_002;
  * Scenario 4: the test's own connection holds a lock for the lock duration while the load runs:
  * (a) the whole notifications table, (b) one recipient's publish lock. Token requests must not
  * notice; in (b) the other recipients' publishes must not either. Every publish is accepted in the
- * end (retries allowed) and delivered, and no request hangs.
+ * end (retries allowed) and delivered, to v1, v2 and SSE subscribers alike, and no request hangs.
  */
 describe(`fault: locks held by another session (${currentScale().name})`, () => {
   let world: World;
   let session: pg.Client | undefined;
 
   beforeAll(async () => {
-    world = await World.create({ recipients: currentScale().recipients, placement: 'spread' });
+    world = await World.create({ recipients: currentScale().recipients, placement: 'spread', kinds: SUBSCRIBER_KINDS });
   }, 300_000);
 
   afterAll(async () => {

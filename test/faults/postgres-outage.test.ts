@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { attemptsBetween, describeLongest, expectDeliveryGuarantee, failureCounts, longestWait } from './expectations.js';
 import { type Attempt, type Route, succeeded } from './requests.js';
 import { currentScale, LIMITS } from './scale.js';
+import { SUBSCRIBER_KINDS } from './stream-kinds.js';
 import { sleep, World } from './world.js';
 
 const ROUTES: Route[] = ['publish', 'token', 'health', 'upgrade'];
@@ -10,13 +11,13 @@ const ROUTES: Route[] = ['publish', 'token', 'health', 'upgrade'];
  * Scenario 3: PostgreSQL is stopped for the outage duration while the load runs, then started
  * again; the service processes are not restarted. During the outage every route must answer
  * quickly, failures must be 503 with Retry-After (never 500), /health must say 503; after it the
- * service must come back on its own.
+ * service must come back on its own. The subscribers are a mix of v1, v2 and SSE clients.
  */
 describe(`fault: PostgreSQL outage (${currentScale().name})`, () => {
   let world: World;
 
   beforeAll(async () => {
-    world = await World.create({ recipients: currentScale().recipients, placement: 'spread' });
+    world = await World.create({ recipients: currentScale().recipients, placement: 'spread', kinds: SUBSCRIBER_KINDS });
   }, 300_000);
 
   afterAll(async () => {

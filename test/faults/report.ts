@@ -41,7 +41,7 @@ export interface ScenarioReport {
   extra: Record<string, unknown>;
 }
 
-const ROUTES: Route[] = ['publish', 'token', 'health', 'upgrade'];
+const ROUTES: Route[] = ['publish', 'token', 'health', 'upgrade', 'sse'];
 /** The routes whose recovery means "full service" (publishes, token requests, /health). */
 const SERVICE_ROUTES: Route[] = ['publish', 'token', 'health'];
 
@@ -61,7 +61,8 @@ export function summarise(input: {
   const recoveryMs = serviceRecoveries.some((value) => value === undefined) ? undefined : Math.max(...(serviceRecoveries as number[]));
   // "During the fault" lasts until the service has recovered.
   const windowEnd = input.fault.end + (recoveryMs ?? 0);
-  const routes = ROUTES.map((route): RouteSummary => {
+  // Routes nobody used (no event-stream subscribers) are left out.
+  const routes = ROUTES.filter((route) => route !== 'sse' || input.attempts.some((attempt) => attempt.route === route)).map((route): RouteSummary => {
     const ofRoute = input.attempts.filter((attempt) => attempt.route === route);
     const failed = ofRoute.filter((attempt) => !succeeded(attempt));
     const failures: Record<string, number> = {};
@@ -135,6 +136,7 @@ export async function publishReport(report: ScenarioReport): Promise<string> {
     ['delivered / lost, of accepted (load + probe publishes)', `${delivery.delivered} / ${delivery.lost}, of ${delivery.accepted}`],
     ['recipients out of order', String(delivery.outOfOrder.length)],
     ['duplicates (same subscriber)', String(delivery.duplicates)],
+    ['resets (history said to be incomplete)', String(delivery.byKind.reduce((sum, kind) => sum + kind.resets, 0))],
     ['misdelivered', String(delivery.misdelivered)],
     ['recovery (publish, token, /health)', report.recoveryMs === undefined ? 'never' : seconds(report.recoveryMs)],
     ...Object.entries(report.extra).map(([name, value]): [string, string] => [name, typeof value === 'string' ? value : JSON.stringify(value)]),
@@ -145,6 +147,13 @@ export async function publishReport(report: ScenarioReport): Promise<string> {
     '| measure | value |',
     '|---|---|',
     ...rows.map(([name, value]) => `| ${name} | ${value} |`),
+    '',
+    '| subscriber kind | subscribers | streams opened in the run | accepted | delivered | lost | recipients out of order | duplicates | misdelivered | resets |',
+    '|---|---|---|---|---|---|---|---|---|---|',
+    ...delivery.byKind.map(
+      (kind) =>
+        `| ${kind.kind} | ${kind.subscribers} | ${kind.reconnects} | ${kind.accepted} | ${kind.delivered} | ${kind.lost} | ${kind.outOfOrder.length} | ${kind.duplicates}${kind.repeatsAllowed ? '' : ' (none allowed)'} | ${kind.misdelivered} | ${kind.resets} |`,
+    ),
     '',
     '| route | requests | failures (by instance) | with Retry-After | p95 | longest wait in fault | recovery |',
     '|---|---|---|---|---|---|---|',

@@ -1,25 +1,27 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectDeliveryGuarantee } from './expectations.js';
 import { currentScale } from './scale.js';
+import { SUBSCRIBER_KINDS } from './stream-kinds.js';
 import { sleep, waitUntil, World } from './world.js';
 
 /**
  * Scenario 1: one of two instances is killed (SIGKILL: no shutdown, streams and requests cut) in
- * the middle of the publishes, while subscribers are spread over both. Publishers retry on the
- * other instance, subscribers reconnect there; afterwards the killed instance is started again.
+ * the middle of the publishes, while subscribers are spread over both, a mix of v1, v2 and SSE
+ * clients. Publishers retry on the other instance, subscribers reconnect there (v2 and SSE
+ * resuming from what they processed); afterwards the killed instance is started again.
  */
 describe(`fault: SIGKILL of one instance (${currentScale().name})`, () => {
   let world: World;
 
   beforeAll(async () => {
-    world = await World.create({ recipients: currentScale().recipients, placement: 'spread' });
+    world = await World.create({ recipients: currentScale().recipients, placement: 'spread', kinds: SUBSCRIBER_KINDS });
   }, 300_000);
 
   afterAll(async () => {
     await world?.destroy();
   }, 120_000);
 
-  it('delivers every accepted notification, in order, and serves on from the survivor', async () => {
+  it('delivers every accepted notification to v1, v2 and SSE subscribers, in order, and serves on from the survivor', async () => {
     const [victim, survivor] = world.instances;
     expect(world.connectedTo(victim)).toBeGreaterThan(0);
 

@@ -1,13 +1,14 @@
-import type WebSocket from 'ws';
 import type { Credentials } from './clients.js';
 import type { Instance } from './instances.js';
-import { type AttemptLog, openStream, requestToken } from './requests.js';
+import { type AttemptLog, requestToken } from './requests.js';
+import { createReader, type ReaderStream, type StreamReader, type SubscriberKind } from './stream-kinds.js';
 
 /** One message as a subscriber received it. */
 export interface Arrival {
   recipient: string;
   /** The subscriber (one logical client connection, reconnected over and over) that got it. */
   subscriber: number;
+  kind: SubscriberKind;
   /** `correlationId/status`: what the service deduplicates on. */
   key: string;
   instance: string;
@@ -16,30 +17,54 @@ export interface Arrival {
   order: number;
 }
 
+/** Who received a message: the subscriber, its client and kind, and the instance its stream was on. */
+export type ArrivalSource = Pick<Arrival, 'recipient' | 'subscriber' | 'kind' | 'instance'>;
+
+/** A `reset` the service sent: the subscriber was told its history is incomplete. */
+export interface Reset {
+  subscriber: number;
+  kind: SubscriberKind;
+  instance: string;
+  reason: string;
+  at: number;
+}
+
 /** Every message every subscriber received. */
 export class Mailbox {
   readonly arrivals: Arrival[] = [];
-  /** Text frames that were not JSON with a correlationId and a status. */
+  readonly resets: Reset[] = [];
+  /** Messages that were not notifications with a correlationId and a status (nor another message of their protocol). */
   unreadable = 0;
   private readonly received = new Map<string, Set<string>>();
 
-  record(recipient: string, subscriber: number, instance: string, text: string) {
-    let message: { correlationId?: unknown; status?: unknown };
+  /** A notification as JSON text (the seed's stream, an event's data). */
+  record(from: ArrivalSource, text: string) {
+    let message: unknown;
     try {
       message = JSON.parse(text);
     } catch {
       this.unreadable++;
       return;
     }
-    if (typeof message.correlationId !== 'string' || typeof message.status !== 'string') {
+    this.recordMessage(from, message);
+  }
+
+  /** A notification already parsed (a v2 message's `data`). */
+  recordMessage(from: ArrivalSource, message: unknown) {
+    const { correlationId, status } = (message ?? {}) as { correlationId?: unknown; status?: unknown };
+    if (typeof correlationId !== 'string' || typeof status !== 'string') {
       this.unreadable++;
       return;
     }
-    const key = `${message.correlationId}/${message.status}`;
-    this.arrivals.push({ recipient, subscriber, key, instance, at: Date.now(), order: this.arrivals.length });
-    let keys = this.received.get(recipient);
-    if (!keys) this.received.set(recipient, (keys = new Set()));
+    const key = `${correlationId}/${status}`;
+    this.arrivals.push({ ...from, key, at: Date.now(), order: this.arrivals.length });
+    let keys = this.received.get(from.recipient);
+    if (!keys) this.received.set(from.recipient, (keys = new Set()));
     keys.add(key);
+  }
+
+  reset(from: ArrivalSource, reason: string) {
+    this.resets.push({ subscriber: from.subscriber, kind: from.kind, instance: from.instance, reason, at: Date.now() });
   }
 
   /** Whether `recipient` got `key` at least once (on any of its connections). */
@@ -64,8 +89,8 @@ let nextSubscriberId = 0;
 
 /**
  * A subscriber like a client of the notification service should (examples/notification-subscriber.ts): a fresh
- * token before every connection, every text message recorded, and after a close a reconnect after
- * the delay plus jitter. It starts at its preferred instance; when a token request or an upgrade
+ * token before every connection, every notification recorded, and after a close a reconnect after
+ * the delay plus jitter, resuming as its kind does (stream-kinds.ts). It starts at its preferred instance; when a token request or an upgrade
  * there fails it tries the next instance at once (the way a load balancer would route around a
  * dead instance), and only when all fail does it wait the delay.
  */
@@ -76,7 +101,8 @@ export class Subscriber {
   readonly opens: { instance: string; at: number }[] = [];
   /** Name of the instance whose stream is open now, if any. */
   openOn: string | undefined;
-  private socket: WebSocket | undefined;
+  private readonly reader: StreamReader;
+  private stream: ReaderStream | undefined;
   private stopped = false;
   private wake: (() => void) | undefined;
   private running: Promise<void> | undefined;
@@ -87,8 +113,16 @@ export class Subscriber {
     private preferred: number,
     private readonly delay: ReconnectDelay,
     private readonly log: AttemptLog,
-    private readonly mailbox: Mailbox,
-  ) {}
+    mailbox: Mailbox,
+    readonly kind: SubscriberKind = 'v1',
+  ) {
+    const from = (instance: string): ArrivalSource => ({ recipient: client.id, subscriber: this.id, kind, instance });
+    this.reader = createReader(kind, {
+      notification: (instance, message) => (typeof message === 'string' ? mailbox.record(from(instance), message) : mailbox.recordMessage(from(instance), message)),
+      reset: (instance, reason) => mailbox.reset(from(instance), reason),
+      unreadable: () => mailbox.unreadable++,
+    });
+  }
 
   start() {
     this.running ??= this.loop();
@@ -98,7 +132,7 @@ export class Subscriber {
   async stop() {
     this.stopped = true;
     this.wake?.();
-    this.socket?.terminate();
+    this.stream?.terminate();
     await this.running;
   }
 
@@ -119,18 +153,18 @@ export class Subscriber {
   private async connectAndRead(instance: Instance): Promise<boolean> {
     const { token } = await requestToken(this.log, 'subscriber', instance, this.client);
     if (!token || this.stopped) return false;
-    const { stream } = await openStream(this.log, 'subscriber', instance, token, (text) => this.mailbox.record(this.client.id, this.id, instance.name, text));
+    const stream = await this.reader.open(this.log, instance, token);
     if (!stream) return false;
     if (this.stopped) {
-      stream.socket.terminate();
+      stream.terminate();
       return true;
     }
-    this.socket = stream.socket;
+    this.stream = stream;
     this.openOn = instance.name;
     this.opens.push({ instance: instance.name, at: Date.now() });
     const code = await stream.closed;
     this.openOn = undefined;
-    this.socket = undefined;
+    this.stream = undefined;
     if (!this.stopped) this.closes.push({ code, instance: instance.name, at: Date.now() });
     return true;
   }

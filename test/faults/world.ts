@@ -8,6 +8,7 @@ import { Publisher } from './publisher.js';
 import { type FaultWindow, publishReport, type ScenarioReport, summarise } from './report.js';
 import { AttemptLog, requestToken } from './requests.js';
 import { currentScale, type Scale } from './scale.js';
+import type { SubscriberKind } from './stream-kinds.js';
 import { Mailbox, type ReconnectDelay, Subscriber } from './subscribers.js';
 
 export interface WorldOptions {
@@ -15,6 +16,11 @@ export interface WorldOptions {
   recipients: number;
   /** Streams per subscriber client (the storm opens several per client). */
   connectionsPerRecipient?: number;
+  /**
+   * How the subscriber clients read (stream-kinds.ts), dealt round robin over the clients: every
+   * stream of a client is of its kind. Default: all v1.
+   */
+  kinds?: readonly SubscriberKind[];
   /** `spread`: subscribers alternate between instances; `first`: all start on the first instance. */
   placement?: 'spread' | 'first';
   reconnectDelay?: ReconnectDelay;
@@ -41,6 +47,8 @@ export class World {
   publisherToken!: string;
   recipients: Credentials[] = [];
   subscribers: Subscriber[] = [];
+  /** Each subscriber client's kind. */
+  readonly kindOf = new Map<string, SubscriberKind>();
   /** Per instance, the client its publish probes go to. */
   private probeRecipients: Credentials[] = [];
   private streamProbeClient!: Credentials;
@@ -85,12 +93,15 @@ export class World {
 
     const delay = options.reconnectDelay ?? { baseMs: this.scale.reconnectDelayMs, jitterMs: this.scale.reconnectJitterMs };
     const perRecipient = options.connectionsPerRecipient ?? 1;
-    this.subscribers = [...this.probeRecipients, ...this.recipients].flatMap((client, clientIndex) =>
-      Array.from({ length: perRecipient }, (_, connection) => {
+    const kinds = options.kinds ?? ['v1'];
+    this.subscribers = [...this.probeRecipients, ...this.recipients].flatMap((client, clientIndex) => {
+      const kind = kinds[clientIndex % kinds.length];
+      this.kindOf.set(client.id, kind);
+      return Array.from({ length: perRecipient }, (_, connection) => {
         const preferred = options.placement === 'first' ? 0 : (clientIndex * perRecipient + connection) % this.instances.length;
-        return new Subscriber(client, this.instances, preferred, delay, this.log, this.mailbox);
-      }),
-    );
+        return new Subscriber(client, this.instances, preferred, delay, this.log, this.mailbox, kind);
+      });
+    });
     for (let from = 0; from < this.subscribers.length; from += CONNECT_CHUNK) {
       const chunk = this.subscribers.slice(from, from + CONNECT_CHUNK);
       for (const subscriber of chunk) subscriber.start();
@@ -113,7 +124,7 @@ export class World {
    */
   addStreams(clients: Credentials[]): Subscriber[] {
     const delay = { baseMs: this.scale.reconnectDelayMs, jitterMs: this.scale.reconnectJitterMs };
-    const added = clients.map((client, index) => new Subscriber(client, this.instances, (index + 1) % this.instances.length, delay, this.log, this.mailbox));
+    const added = clients.map((client, index) => new Subscriber(client, this.instances, (index + 1) % this.instances.length, delay, this.log, this.mailbox, this.kindOf.get(client.id)));
     this.subscribers.push(...added);
     for (const subscriber of added) subscriber.start();
     return added;
@@ -165,7 +176,7 @@ export class World {
       startedAt: run.startedAt,
       attempts: this.log.attempts.filter((attempt) => attempt.startedAt >= run.startedAt),
       load: run.publisher.publications,
-      delivery: checkDelivery(publications(), this.mailbox),
+      delivery: checkDelivery(publications(), this.mailbox, this.subscribers, run.startedAt),
       fault,
       extra: { 'unreadable messages': this.mailbox.unreadable, ...extra },
     });
