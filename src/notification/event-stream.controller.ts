@@ -6,7 +6,7 @@ import { ApiErrorResponse, RETRY_AFTER_HEADER } from '../common/errors/api-error
 import { Env } from '../config/env.js';
 import { BearerAuthenticator, BearerRejection } from './bearer-authenticator.js';
 import { ApiBearerRefusals, type AuthenticatedRequest, BearerGuard, Requires } from './bearer.guard.js';
-import { EventStream } from './event-streams.js';
+import { EVENT_STREAM_HEADERS, EventStream } from './event-streams.js';
 import { readResumePosition } from './resume-position.js';
 import { signingKeyOf } from './stream-authorizer.js';
 import { Streams } from './streams.service.js';
@@ -65,6 +65,10 @@ export class EventStreamController {
     const claims = request.token;
     const refusal = this.streams.refusal(claims.client_id);
     if (refusal) throw new ServiceUnavailableException(refusal.reason);
+    // HEAD asks for the headers only (Fastify routes it here): no stream starts and nothing is
+    // confirmed. Node sends no head before a body it would not send, so a stream would leave the
+    // request unanswered, holding a connection slot, until the token expired.
+    if (request.method === 'HEAD') return void reply.status(200).headers(EVENT_STREAM_HEADERS).send();
 
     reply.hijack();
     const stream = EventStream.start(reply.raw, negotiated.encoding(['identity', 'gzip']) === 'gzip');

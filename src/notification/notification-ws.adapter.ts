@@ -104,6 +104,18 @@ export class NotificationWsAdapter extends WsAdapter {
   }
 
   /**
+   * A client's frame that breaks the limits or RFC 6455 (too big, unmasked, not UTF-8) ends its
+   * own connection, with the code the RFC gives, and is the client's doing: one debug line
+   * without a stack. Nest's adapter logged each at error level with its stack trace, a log any
+   * client could fill. The server's own errors stay errors.
+   */
+  override bindErrorHandler(server: WebSocketServer): WebSocketServer {
+    server.on('connection', (socket: WebSocket) => socket.on('error', (error: Error) => this.logger.debug(`a stream client broke the protocol: ${error.message}`)));
+    server.on('error', (error: Error) => this.logger.error(error));
+    return server;
+  }
+
+  /**
    * The stream takes no messages from clients (the gateway subscribes to none), so the per-socket
    * RxJS pipeline Nest builds to dispatch them would only cost memory on every idle connection.
    */

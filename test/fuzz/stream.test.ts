@@ -199,8 +199,9 @@ describe('fuzz: notification stream', () => {
   it('answers odd methods, path tricks, odd headers, wrong media types and big bodies on the stream path', () =>
     fuzz.checkRequests(envelope(UPGRADE, STREAM_TEMPLATE), { examples: envelopeExamples(UPGRADE, STREAM_TEMPLATE) }), TEST_TIMEOUT_MS);
 
-  it('ignores frames within the limit, closes with 1009 over it, fails protocol violations without 1011', () =>
+  it('ignores frames within the limit, closes with 1009 over it, fails protocol violations without 1011 and without an error in the log', () =>
     fuzz.check(frameSequence, async ({ groups, cuts }) => {
+      const logMark = fuzz.logMark();
       const opened = await fuzz.send(openRequest, { keepUpgraded: true });
       if (opened.kind !== 'response' || opened.status !== 101 || !opened.socket) {
         throw new Error(`the stream did not open: ${opened.kind === 'response' ? `${opened.status} ${opened.body.toString().slice(0, 200)}` : opened.kind}`);
@@ -231,6 +232,7 @@ describe('fuzz: notification stream', () => {
           if (code === 1011) throw new Error(`after ${what} the stream closed with 1011 (internal error)`);
         }
         expectProcessAlive();
+        fuzz.expectNothingLoggedSince(logMark, what);
       } finally {
         socket.destroy();
       }

@@ -2,7 +2,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import fc from 'fast-check';
 import pg from 'pg';
 import { afterAll, beforeAll } from 'vitest';
-import { exchange, type Outcome, serialize } from './http.js';
+import { exchange, type Outcome, type SendOptions, serialize } from './http.js';
 import { type FuzzRequest, toWire, valueCategory } from './requests.js';
 import { World } from './world.js';
 
@@ -80,12 +80,12 @@ export class FuzzSession {
   constructor(readonly name: string) {}
 
   /** Resolves the placeholders and sends; counted, not yet judged. */
-  async send(request: FuzzRequest, options: { keepUpgraded?: boolean } = {}): Promise<Outcome> {
+  async send(request: FuzzRequest, options: Pick<SendOptions, 'keepUpgraded' | 'keepStreaming'> = {}): Promise<Outcome> {
     const filled = await this.world.fill(request);
     return this.sendFilled(request, filled, options);
   }
 
-  async sendFilled(request: FuzzRequest, filled: FuzzRequest, options: { keepUpgraded?: boolean } = {}): Promise<Outcome> {
+  async sendFilled(request: FuzzRequest, filled: FuzzRequest, options: Pick<SendOptions, 'keepUpgraded' | 'keepStreaming'> = {}): Promise<Outcome> {
     const wire = serialize(toWire(filled), this.world.host);
     const outcome = await exchange(this.world.port, wire, filled.method, { timeoutMs: REQUEST_TIMEOUT_MS, ...options });
     this.record(request, outcome);
@@ -125,6 +125,20 @@ export class FuzzSession {
           ? `no answer within ${outcome.ms} ms (received: ${JSON.stringify(outcome.received)})`
           : `no HTTP answer: ${outcome.kind} (${outcome.detail}) after ${outcome.ms} ms`;
     throw new Error(`${request.route} [${request.kind}] → ${what}`);
+  }
+
+  /** Where the service's log stands now: `expectNothingLoggedSince` reads from here. */
+  logMark(): number {
+    return this.world.app.logs.length;
+  }
+
+  /** The service logged no error, and no stack trace at any level, since `mark`: bad input is refused, never a failure. */
+  expectNothingLoggedSince(mark: number, what: string): void {
+    const logs = this.world.app.logs;
+    // record() trims a long log: the mark may point past its end.
+    const lines = logs.slice(mark <= logs.length ? mark : 0);
+    const bad = lines.filter((line) => line.level === 'error' || line.level === 'fatal' || /\n\s+at \S/.test(JSON.stringify(line).replaceAll('\\n', '\n')));
+    if (bad.length > 0) throw new Error(`after ${what} the service logged: ${bad.map((line) => `[${String(line.level)}] ${String(line.msg)}`.slice(0, 300)).join(' | ')}`);
   }
 
   /** The service's own error lines for a request id, to say why it failed. */

@@ -78,6 +78,8 @@ interface Parsed {
   body: Buffer;
   complete: boolean;
   rest: Buffer;
+  /** The bytes after the final response's head, as received (still chunked, still compressed). */
+  afterHead: Buffer;
 }
 
 class NotHttp extends Error {}
@@ -112,17 +114,17 @@ export function parseResponse(buffer: Buffer, method: string): Parsed | null {
       continue;
     }
     const rest = buffer.subarray(bodyStart);
-    if (status === 101 || method === 'HEAD' || status === 204 || status === 304) return { status, headers, body: Buffer.alloc(0), complete: true, rest };
-    if (/chunked/i.test(headers['transfer-encoding'] ?? '')) return { status, headers, ...dechunk(rest) };
+    if (status === 101 || method === 'HEAD' || status === 204 || status === 304) return { status, headers, body: Buffer.alloc(0), complete: true, rest, afterHead: rest };
+    if (/chunked/i.test(headers['transfer-encoding'] ?? '')) return { status, headers, ...dechunk(rest), afterHead: rest };
     if (headers['content-length'] !== undefined) {
       const length = Number(headers['content-length']);
-      return { status, headers, body: rest.subarray(0, length), complete: rest.length >= length, rest: rest.subarray(length) };
+      return { status, headers, body: rest.subarray(0, length), complete: rest.length >= length, rest: rest.subarray(length), afterHead: rest };
     }
-    return { status, headers, body: rest, complete: false, rest: Buffer.alloc(0) }; // delimited by the close
+    return { status, headers, body: rest, complete: false, rest: Buffer.alloc(0), afterHead: rest }; // delimited by the close
   }
 }
 
-function dechunk(data: Buffer): { body: Buffer; complete: boolean; rest: Buffer } {
+export function dechunk(data: Buffer): { body: Buffer; complete: boolean; rest: Buffer } {
   const parts: Buffer[] = [];
   let offset = 0;
   for (;;) {
@@ -145,6 +147,11 @@ export interface SendOptions {
   timeoutMs?: number;
   /** Keep the socket of a 101 answer open and hand it over (the stream tests send frames on it). */
   keepUpgraded?: boolean;
+  /**
+   * A 2xx answer whose body has no end yet (an event stream) is handed over once its head is in:
+   * the socket stays open and `rest` holds the body's bytes so far, as received.
+   */
+  keepStreaming?: boolean;
 }
 
 /** Sends `wire` to 127.0.0.1:`port` and waits for one complete answer, the end of the connection, or the timeout. */
@@ -172,6 +179,9 @@ export function exchange(port: number, wire: Buffer, method: string, options: Se
         parsed = parseResponse(received, method);
       } catch (error) {
         return finish({ kind: 'garbage', detail: (error as Error).message, ms: elapsed() });
+      }
+      if (parsed && !parsed.complete && !ended && options.keepStreaming && parsed.status >= 200 && parsed.status < 300) {
+        return finish({ kind: 'response', status: parsed.status, headers: parsed.headers, body: Buffer.alloc(0), ms: elapsed(), socket, rest: parsed.afterHead }, true);
       }
       if (parsed && (parsed.complete || ended)) {
         const keep = parsed.status === 101 && options.keepUpgraded === true && !ended;
