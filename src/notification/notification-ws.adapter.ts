@@ -7,6 +7,7 @@ import { RETRY_AFTER_S } from '../common/errors/temporarily-unavailable.js';
 import { answerOverHttp, asksForWebSocket } from '../common/http/upgrade-fallback.js';
 import type { AccessTokenClaims } from '../token/access-tokens.service.js';
 import type { UpgradeDecision } from './stream-authorizer.js';
+import { perMessageDeflateOptions, releaseZlibBetweenMessages, type WsCompression } from './stream-compression.js';
 
 /** RFC 6455 §7.4.1 "going away": the stream's "server is shutting down, reconnect". */
 export const GOING_AWAY = 1001;
@@ -20,6 +21,8 @@ export const tokenOfUpgrade = (request: IncomingMessage): AccessTokenClaims => (
 export interface StreamOptions {
   authorize(request: IncomingMessage): Promise<UpgradeDecision>;
   maxIncomingBytes: number;
+  /** WS_COMPRESSION: whether permessage-deflate is negotiated, and with what context (stream-compression.ts). */
+  compression: WsCompression;
   /** Runs once every socket is closed (delivery cursors are saved then). */
   afterClose(): Promise<void>;
 }
@@ -31,7 +34,8 @@ const SHARED_HTTP_SERVER = 0;
  * Nest's ws adapter with what the stream needs: the token is checked before the handshake (a
  * refused upgrade is a plain HTTP 401/403 with WWW-Authenticate), incoming frames are capped,
  * any other request with an Upgrade header is answered over HTTP (Nest's own listener drops its
- * connection without a word), and shutdown closes every socket with 1001 instead of terminating
+ * connection without a word), permessage-deflate is negotiated with bounded memory
+ * (stream-compression.ts), and shutdown closes every socket with 1001 instead of terminating
  * it (which clients see as 1006).
  */
 export class NotificationWsAdapter extends WsAdapter {
@@ -59,7 +63,10 @@ export class NotificationWsAdapter extends WsAdapter {
   private routeUpgrade(httpServer: Server, request: IncomingMessage, socket: Duplex, head: Buffer) {
     const wsServer = asksForWebSocket(request) ? this.webSocketServerAt(request.url) : undefined;
     if (!wsServer) return answerOverHttp(httpServer, request, socket);
-    wsServer.handleUpgrade(request, socket, head, (ws: WebSocket) => wsServer.emit('connection', ws, request));
+    wsServer.handleUpgrade(request, socket, head, (ws: WebSocket) => {
+      releaseZlibBetweenMessages(ws);
+      wsServer.emit('connection', ws, request);
+    });
   }
 
   private webSocketServerAt(url: string | undefined): WebSocketServer | undefined {
@@ -82,7 +89,7 @@ export class NotificationWsAdapter extends WsAdapter {
     return super.create(port, {
       ...options,
       maxPayload: this.stream.maxIncomingBytes,
-      perMessageDeflate: false,
+      perMessageDeflate: perMessageDeflateOptions(this.stream.compression),
       verifyClient: (info: { req: IncomingMessage }, done: (ok: boolean, status?: number, message?: string, headers?: Record<string, string>) => void) => {
         this.stream.authorize(info.req).then(
           (decision) => {
