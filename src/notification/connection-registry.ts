@@ -11,6 +11,8 @@ export interface StreamConnection {
   grantId?: string;
   kid?: string;
   alive: boolean;
+  /** Seconds between its pings: its client's heartbeat, once StreamHeartbeat has read it (not pinged until then). */
+  heartbeat?: number;
   expiry: NodeJS.Timeout;
   subscriber?: Subscriber;
 }

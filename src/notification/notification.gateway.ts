@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import { Logger, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
+import { Logger } from '@nestjs/common';
 import { type OnGatewayConnection, WebSocketGateway } from '@nestjs/websockets';
 import type { WebSocket } from 'ws';
 import { Env } from '../config/env.js';
@@ -32,9 +32,8 @@ const START_FAILED = 'service unavailable: reconnect later';
  * its stream was closed leaves the hold it took over again (DeliveryService.unsubscribe).
  */
 @WebSocketGateway({ path: '/voyage/notification/v1/ws/products' })
-export class NotificationGateway implements OnGatewayConnection, OnModuleInit, OnModuleDestroy {
+export class NotificationGateway implements OnGatewayConnection {
   private readonly logger = new Logger(NotificationGateway.name);
-  private heartbeat?: NodeJS.Timeout;
 
   constructor(
     private readonly delivery: DeliveryService,
@@ -43,14 +42,6 @@ export class NotificationGateway implements OnGatewayConnection, OnModuleInit, O
     private readonly env: Env,
     private readonly metrics: Metrics,
   ) {}
-
-  onModuleInit() {
-    this.heartbeat = setInterval(() => this.beat(), this.env.WS_HEARTBEAT_INTERVAL * 1000).unref();
-  }
-
-  onModuleDestroy() {
-    clearInterval(this.heartbeat);
-  }
 
   get openConnections(): number {
     return this.connections.size;
@@ -112,18 +103,6 @@ export class NotificationGateway implements OnGatewayConnection, OnModuleInit, O
    */
   private async closeIfRevokedMeanwhile(socket: WebSocket, request: IncomingMessage): Promise<void> {
     if (!(await this.authorizer.recheck(request)).ok) socket.close(CLOSE_REVOKED, 'revoked while connecting');
-  }
-
-  /** A connection that did not answer the previous ping is gone. */
-  private beat() {
-    for (const connection of this.connections) {
-      if (!connection.alive) {
-        connection.socket.terminate();
-        continue;
-      }
-      connection.alive = false;
-      connection.socket.ping();
-    }
   }
 }
 

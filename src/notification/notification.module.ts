@@ -16,6 +16,7 @@ import { NotificationRetention } from './notification-retention.js';
 import { NotificationController } from './notification.controller.js';
 import { NotificationGateway } from './notification.gateway.js';
 import { StreamAuthorizer } from './stream-authorizer.js';
+import { StreamHeartbeat } from './stream-heartbeat.js';
 import { StreamRevocations } from './stream-revocations.js';
 
 /** The notification service: publish, store, and push report notifications over the WebSocket stream. */
@@ -33,6 +34,7 @@ import { StreamRevocations } from './stream-revocations.js';
     NotificationMetrics,
     NotificationRetention,
     StreamAuthorizer,
+    StreamHeartbeat,
     StreamRevocations,
   ],
   exports: [BearerAuthenticator, StreamAuthorizer, DeliveryService],
