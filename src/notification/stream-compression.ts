@@ -1,3 +1,4 @@
+import { constants as zlibConstants, deflateRawSync } from 'node:zlib';
 import type { PerMessageDeflateOptions, WebSocket } from 'ws';
 
 /**
@@ -5,13 +6,13 @@ import type { PerMessageDeflateOptions, WebSocket } from 'ws';
  * takes bounded whatever the number of connections.
  *
  * `WS_COMPRESSION=on` (the default): neither side keeps a compression context between messages,
- * and the zlib stream a message was compressed (or a client's message inflated) with is freed as
- * soon as the message is done: ws would keep it for the life of the connection (about 80 KiB
- * each, window and hash tables), though no context takeover means it carries nothing into the
- * next message. So an idle connection holds no zlib state, and the whole process holds at most
- * one per compression running at once (CONCURRENCY + 1). With the small window, tables and output
- * buffer below, a fresh zlib stream per message costs about the CPU of reusing one (some 30 µs a
- * notification either way, measured with zlib alone); with zlib's defaults it costs three times more.
+ * so no zlib state outlives a message (ws would keep a stream each way for the life of the
+ * connection, about 80 KiB each, though it carries nothing into the next message). A message up
+ * to 2 KiB, every notification of the seed's shape, is compressed where it is sent, in one
+ * synchronous call: about 10 µs for one of 400 bytes, where ws's trip through the thread pool
+ * costs 30 (measured with zlib alone). A bigger one goes through ws's zlib stream, on the thread
+ * pool, and the stream is freed when its message is done; a client's message likewise. So an idle
+ * connection holds no zlib state, and the process only those of the compressions under way.
  *
  * `WS_COMPRESSION=context-takeover`: the server keeps its context from message to message, unless
  * the client asks it not to; repeated fields then cost a few bytes (a notification of the seed's
@@ -40,11 +41,17 @@ const ZLIB_CHUNK_BYTES = 1024;
 /** Messages shorter than this are sent as they are: deflate's block overhead eats what it would save (a 27-byte message grows). */
 const THRESHOLD_BYTES = 128;
 /**
- * Compressions running at once in the process (ws's default is 10): libuv's thread pool has 4
- * threads unless UV_THREADPOOL_SIZE says otherwise, and a compression queued there would hold its
- * zlib stream while it waits. ws applies the limit of the first extension it creates in a process.
+ * Compressions running at once on the thread pool (ws's default is 10): libuv's pool has 4 threads
+ * unless UV_THREADPOOL_SIZE says otherwise, and a compression queued there would hold its zlib
+ * stream while it waits. ws applies the limit of the first extension it creates in a process.
  */
 const CONCURRENCY = 4;
+/**
+ * Messages up to this size, without context takeover, are compressed in place (synchronously):
+ * below it, the thread pool's round trip costs the event loop more than the compression itself
+ * (about 40 µs for 4 KiB in place; 270 µs for 64 KiB, which is better left to the pool).
+ */
+const IN_PLACE_MAX_BYTES = 2048;
 
 /** ws's server options for `mode`: false when the stream compresses nothing. */
 export function perMessageDeflateOptions(mode: WsCompression): PerMessageDeflateOptions | false {
@@ -67,27 +74,33 @@ type Callback = (error: Error | null, result?: Buffer) => void;
 /** The parts of ws's PerMessageDeflate (lib/permessage-deflate.js) this module relies on. */
 interface PerMessageDeflate {
   /** The negotiated parameters. */
-  params: { server_no_context_takeover?: boolean; client_no_context_takeover?: boolean };
+  params: { server_no_context_takeover?: boolean; client_no_context_takeover?: boolean; server_max_window_bits?: number };
   compress(data: Buffer | string, fin: boolean, callback: Callback): void;
   decompress(data: Buffer, fin: boolean, callback: Callback): void;
-  /** Created by the first message each way, then kept until the connection closes. */
+  /** Created by the first message each way that goes through ws's own path, then kept until the connection closes. */
   _deflate: { close(): void } | null;
   _inflate: { close(): void } | null;
 }
 
 /**
- * Frees the socket's zlib streams after each whole message in a direction without context
- * takeover; the next message creates a new one. ws hands each socket's messages to its extension
- * one at a time (the sender queues the next until this one's callback, the receiver reads no
- * further meanwhile), so no other message is using the stream when it is freed. A socket without
- * the extension is left as it is.
+ * Makes each direction without context takeover keep no zlib state between messages: a small
+ * message is compressed in place, any other one through ws's zlib stream, which is freed when its
+ * message is done (the next one creates a new one). ws hands each socket's messages to its
+ * extension one at a time (the sender queues the next until this one's callback, the receiver
+ * reads no further meanwhile), so no other message is using the stream when it is freed. A socket
+ * without the extension is left as it is.
  */
 export function releaseZlibBetweenMessages(socket: WebSocket): void {
   const extension = (socket as unknown as { _extensions: Record<string, PerMessageDeflate | undefined> })._extensions[PERMESSAGE_DEFLATE];
   if (!extension) return;
   if (extension.params.server_no_context_takeover) {
     const compress = extension.compress.bind(extension);
-    extension.compress = (data, fin, callback) =>
+    const windowBits = extension.params.server_max_window_bits ?? zlibConstants.Z_DEFAULT_WINDOWBITS;
+    /** A fragmented message's fragments share ws's stream up to its last one. */
+    let midMessage = false;
+    extension.compress = (data, fin, callback) => {
+      if (fin && !midMessage && Buffer.byteLength(data) <= IN_PLACE_MAX_BYTES) return callback(null, deflateAlone(data, windowBits));
+      midMessage = !fin;
       compress(data, fin, (error, result) => {
         if (fin) {
           extension._deflate?.close();
@@ -95,6 +108,7 @@ export function releaseZlibBetweenMessages(socket: WebSocket): void {
         }
         callback(error, result);
       });
+    };
   }
   if (extension.params.client_no_context_takeover) {
     const decompress = extension.decompress.bind(extension);
@@ -107,4 +121,11 @@ export function releaseZlibBetweenMessages(socket: WebSocket): void {
         callback(error, result);
       });
   }
+}
+
+/** One whole message compressed on its own, as ws's stream would (a sync flush), in one call. */
+function deflateAlone(data: Buffer | string, windowBits: number): Buffer {
+  const deflated = deflateRawSync(data, { windowBits, memLevel: MEM_LEVEL, chunkSize: ZLIB_CHUNK_BYTES, finishFlush: zlibConstants.Z_SYNC_FLUSH });
+  // The sync flush ends with an empty stored block (00 00 ff ff), which the sender removes (RFC 7692 §7.2.1).
+  return deflated.subarray(0, deflated.length - 4);
 }

@@ -103,6 +103,40 @@ describe('WS_COMPRESSION=on', () => {
     expect(await received).toEqual(burst);
   });
 
+  it('compresses a message over 2 KiB through ws\'s zlib stream and frees it after; the client gets each intact', async () => {
+    const { socket, client, extension } = await pair('on');
+    const texts = [2048, 2049, 65_536].map((size, index) => `${index}`.repeat(size));
+    for (const text of texts) {
+      const received = receive(client, 1);
+      await sendAll(socket, [text]);
+      expect(extension._deflate).toBeNull();
+      expect(await received).toEqual([text]);
+    }
+    // Many at once, big and small mixed: each big one waits for the thread pool while the small ones queue behind it.
+    const mixed = Array.from({ length: 60 }, (_, index) => (index % 3 === 0 ? message(index).repeat(20) : message(index)));
+    const received = receive(client, mixed.length);
+    await sendAll(socket, mixed);
+    expect(await received).toEqual(mixed);
+    expect(extension._deflate).toBeNull();
+  });
+
+  it('sends a fragmented message through one zlib stream, whatever the size of its last fragment', async () => {
+    const { socket, client, extension } = await pair('on');
+    const fragments = ['a'.repeat(3000), 'b'.repeat(500), 'c'.repeat(200)];
+    const received = receive(client, 1);
+    await new Promise<void>((resolve, reject) =>
+      fragments.forEach((fragment, index) =>
+        socket.send(fragment, { fin: index === fragments.length - 1 }, (error) => (error ? reject(error) : index === fragments.length - 1 && resolve())),
+      ),
+    );
+    expect(await received).toEqual([fragments.join('')]);
+    expect(extension._deflate).toBeNull();
+    // And the next whole message is compressed in place again.
+    const next = receive(client, 1);
+    await sendAll(socket, [message(1)]);
+    expect(await next).toEqual([message(1)]);
+  });
+
   it('frees the zlib stream after each message received; the server reads each intact', async () => {
     const { socket, client, extension } = await pair('on');
     const texts = Array.from({ length: 50 }, (_, index) => message(index));
