@@ -21,9 +21,9 @@ const tables = async (url: string) =>
 
 const hasColumn = async (url: string, table: string, column: string) =>
   (await query(url, `SELECT 1 FROM information_schema.columns WHERE table_name = $1 AND column_name = $2`, [table, column])).length === 1;
-/** The last migration adds the authorization codes' sign-in (auth_time, sid) for ID tokens; the one before it, the device codes'. */
-const hasLast = (url: string) => hasColumn(url, 'authorization_codes', 'sid');
-const hasOneBeforeLast = (url: string) => hasColumn(url, 'device_codes', 'sid');
+/** The last migration adds a client's own heartbeat; the one before it, the authorization codes' sign-in (auth_time, sid) for ID tokens. */
+const hasLast = (url: string) => hasColumn(url, 'clients', 'heartbeat_interval');
+const hasOneBeforeLast = (url: string) => hasColumn(url, 'authorization_codes', 'sid');
 
 describe('the migration commands of the README', () => {
   let url: string;
