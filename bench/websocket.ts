@@ -3,9 +3,9 @@
  * where there is an anchor. Server (and our embedded PostgreSQL) on CPU 0, load generator on CPU 1.
  *
  *   npm run build   # once: dist/ must exist
- *   npx tsx bench/websocket.ts [--runs 3] [--only idle,push,batch,replay,fleet] [--quick]
- *       [--steps 1000,5000,10000,19000] [--settle 3]
- *       [--push-rates 6000,10000] [--push-conns 1000] [--push-subscribers 1000] [--push-duration 10] [--push-warmup 2] [--push-inflight 256]
+ *   npx tsx bench/websocket.ts [--runs 3] [--only idle,compression,push,batch,replay,fleet] [--quick]
+ *       [--steps 1000,5000,10000,19000] [--settle 3] [--compression-steps 2000]
+ *       [--push-rates 6000,10000] [--push-conns 1000] [--push-subscribers 1000] [--push-duration 10] [--push-warmup 2] [--push-inflight 256] [--push-deflate]
  *       [--batch-size 100] [--batch-rates 20000]
  *       [--replay-counts 1000,5000,10000,20000]
  *       [--fleet-sizes 1,2,4] [--fleet-rate 20000]
@@ -20,9 +20,20 @@
  *           the server's VmRSS, then grows to each step, waits --settle s and reads VmRSS again.
  *           Both servers are measured the same way, without forced GC (ours has no /stats). Ours
  *           spreads the connections over clients, 100 each (the default per-client cap).
+ * 5c compression: idle connections again, now offering permessage-deflate, on three fresh services
+ *           per run (WS_COMPRESSION=off, on, context-takeover; their order turns with each run):
+ *           after the warm-up and after each of --compression-steps, one notification (the push
+ *           scenarios' shape, 374 bytes) is published to each client and every connection must
+ *           have received one before the settle, so each has compressed once: the memory that
+ *           counts is a connection's after a message. RSS per connection as in 5; the ratio is on
+ *           (and context-takeover) over off, measured in the same run. The bytes the connections
+ *           read per notification (frame and delivery ping included) are reported for the first
+ *           message and, after the last reading, for three more rounds.
  * 6 push:   ours: --push-conns stream connections over --push-subscribers clients, an open-loop
  *           HTTP publisher at each rate (at most --push-inflight in flight), latency from publish
  *           request sent to message received, loss = 202'd notifications not received.
+ *           --push-deflate: our connections offer permessage-deflate, so the service compresses
+ *           every push (the anchor's do not: the ratio then includes the cost of compression).
  *           anchor: ws-load.mjs --mode fanout with the same connections, rate and duration.
  * 6b batch: as 6, on the same service and fixtures (when both run), but one request to the batch
  *           route per --batch-size due notifications, each element to the next subscriber; an
@@ -68,16 +79,18 @@ import { clientToken, clientTokens, cloneClients, createPublisher, createSubscri
 const { values } = parseArgs({
   options: {
     runs: { type: 'string' },
-    only: { type: 'string', default: 'idle,push,batch,replay,fleet' },
+    only: { type: 'string', default: 'idle,compression,push,batch,replay,fleet' },
     quick: { type: 'boolean', default: false },
     steps: { type: 'string' },
     settle: { type: 'string' },
+    'compression-steps': { type: 'string' },
     'push-rates': { type: 'string', default: '6000,10000' },
     'push-conns': { type: 'string', default: '1000' },
     'push-subscribers': { type: 'string', default: '1000' },
     'push-duration': { type: 'string' },
     'push-warmup': { type: 'string' },
     'push-inflight': { type: 'string', default: '256' },
+    'push-deflate': { type: 'boolean', default: false },
     'batch-size': { type: 'string', default: '100' },
     'batch-rates': { type: 'string', default: '20000' },
     'replay-counts': { type: 'string' },
@@ -97,12 +110,14 @@ const settings = {
   only: values.only!.split(','),
   steps: numbers(values.steps ?? (quick ? '1000' : '1000,5000,10000,19000')),
   settleS: Number(values.settle ?? (quick ? 1 : 3)),
+  compressionSteps: numbers(values['compression-steps'] ?? (quick ? '500' : '2000')),
   pushRates: numbers(values['push-rates']!),
   pushConns: Number(values['push-conns']),
   pushSubscribers: Number(values['push-subscribers']),
   pushDurationS: Number(values['push-duration'] ?? (quick ? 3 : 10)),
   pushWarmupS: Number(values['push-warmup'] ?? (quick ? 1 : 2)),
   pushInflight: Number(values['push-inflight']),
+  pushDeflate: values['push-deflate']!,
   batchSize: Number(values['batch-size']),
   batchRates: numbers(values['batch-rates']!),
   replayCounts: numbers(values['replay-counts'] ?? (quick ? '1000' : '1000,5000,10000,20000')),
@@ -120,8 +135,13 @@ type RunResult = Record<string, any> & { error?: string; clean?: boolean };
 type Side = 'ours' | 'anchor';
 type SideRuns = Record<Side, RunResult[]>;
 type Monitor = Awaited<ReturnType<typeof sysmon>>;
+/** WS_COMPRESSION values of scenario 5c. */
+const COMPRESSION_MODES = ['off', 'on', 'context-takeover'] as const;
+type CompressionMode = (typeof COMPRESSION_MODES)[number];
+
 interface Raw {
   idle?: SideRuns;
+  compression?: Record<CompressionMode, RunResult[]>;
   push?: Record<number, SideRuns>;
   batch?: Record<number, SideRuns>;
   replay?: Record<number, RunResult[]>;
@@ -139,6 +159,7 @@ async function main() {
   const only = (name: string) => settings.only.includes(name);
   const raw: Raw = {};
   if (only('idle')) raw.idle = await idleScenario(monitor);
+  if (only('compression')) raw.compression = await compressionScenario(monitor);
   if (only('push') || only('batch')) Object.assign(raw, await pushScenario(monitor, { single: only('push'), batch: only('batch') }));
   if (only('replay')) raw.replay = await replayScenario(monitor);
   if (only('fleet')) raw.fleet = await fleetScenario(monitor);
@@ -192,6 +213,44 @@ async function idleAnchor(monitor: Monitor) {
     // The anchor keys its clients by ?id=, so each connection gets its own.
     measured(monitor, ourLoad([...idleLoad(wsUrl(anchor.url, '/ws'), ['--auth', ANCHOR_WS_AUTH], anchor.pid, `${anchor.url}/stats`), '--id-query']), ROOT),
   );
+}
+
+// ------------------------------------------------------------------ scenario 5c: idle connections after a compressed message
+
+async function compressionScenario(monitor: Monitor): Promise<Record<CompressionMode, RunResult[]>> {
+  const byMode = Object.fromEntries(COMPRESSION_MODES.map((mode) => [mode, []])) as unknown as Record<CompressionMode, RunResult[]>;
+  for (let run = 0; run < settings.runs; run++) {
+    // Each mode goes first in turn, so drift on the machine hits all alike.
+    const order = COMPRESSION_MODES.map((_, index) => COMPRESSION_MODES[(index + run) % COMPRESSION_MODES.length]);
+    for (const mode of order) {
+      const result = await idleCompressed(monitor, mode);
+      byMode[mode].push(result);
+      const top = result.steps?.at(-1);
+      progress(`idle, WS_COMPRESSION=${mode}`, 'ours', run, result, top ? `${top.held} conns, ${top.rss_per_conn_kb} KB/conn, ${top.wire_bytes_per_msg} B/msg` : undefined);
+    }
+  }
+  return byMode;
+}
+
+async function idleCompressed(monitor: Monitor, mode: CompressionMode) {
+  return withServer(startService({ WS_MAX_CONNECTIONS: '20000', WS_COMPRESSION: mode }), async (service) => {
+    const template = await createSubscriber(service);
+    const subscribers = [template, ...(await cloneClients(service, template, Math.ceil(Math.max(...settings.compressionSteps) / IDLE_CONNS_PER_CLIENT) - 1))];
+    const publisher = await createPublisher(service);
+    const folder = mkdtempSync(join(tmpdir(), 'ws-bench-'));
+    try {
+      const authFile = join(folder, 'auths.json');
+      writeFileSync(authFile, JSON.stringify((await clientTokens(service.base, subscribers)).map((token) => `Bearer ${token}`)));
+      const publishFile = join(folder, 'publish.json');
+      const publishToken = await clientToken(service.base, publisher, 'notification:publish');
+      writeFileSync(publishFile, JSON.stringify({ base: service.base, publishToken, clientIds: subscribers.map((client) => client.client_id) }));
+      const args = ['--mode', 'idle', '--url', wsUrl(service.base, STREAM_PATH), '--auth-file', authFile, '--server-pid', String(service.pid), '--count-url', `${service.base}/metrics`];
+      args.push('--steps', settings.compressionSteps.join(','), '--settle', String(settings.settleS), '--procs', '2', '--deflate', '--publish-file', publishFile);
+      return await measured(monitor, ourLoad(args), ROOT, service);
+    } finally {
+      rmSync(folder, { recursive: true, force: true });
+    }
+  });
 }
 
 // ------------------------------------------------------------------ scenarios 6 and 6b: publish -> push
@@ -248,6 +307,7 @@ const pushTiming = (rate: number) => ['--rate', String(rate), '--duration', Stri
 
 function pushOurs(monitor: Monitor, service: RunningService, fixturesFile: string, rate: number, batch: number) {
   const args = ['--mode', 'push', '--fixtures', fixturesFile, '--server-pid', String(service.pid), '--inflight', String(settings.pushInflight), '--batch', String(batch), ...pushTiming(rate)];
+  if (settings.pushDeflate) args.push('--deflate');
   return measured(monitor, ourLoad(args), ROOT, service);
 }
 
@@ -472,6 +532,43 @@ function idleRows(runs: SideRuns): Row[] {
   return rows;
 }
 
+function compressionRows(byMode: Record<CompressionMode, RunResult[]>): Row[] {
+  const step = (target: number) => (run: RunResult) => (run.steps as { target: number; rss_per_conn_kb: number; rss_mb: number; wire_bytes_per_msg: number }[] | undefined)?.find((s) => s.target === target);
+  const clean = COMPRESSION_MODES.map((mode) => `${mode} ${cleanOf(byMode[mode])}`).join(', ');
+  const rows: Row[] = [];
+  for (const target of settings.compressionSteps) {
+    const kb = (mode: CompressionMode) => figure(byMode[mode], (run) => step(target)(run)?.rss_per_conn_kb);
+    const total = (mode: CompressionMode) => figure(byMode[mode], (run) => step(target)(run)?.rss_mb);
+    const cell = (mode: CompressionMode) => `${show(kb(mode), 1, ' KB/conn')}; ${show(total(mode), 0, ' MB')}`;
+    for (const mode of ['on', 'context-takeover'] as const) {
+      const ratio = kb(mode).median && kb('off').median ? kb(mode).median! / kb('off').median! : null;
+      rows.push({
+        scenario: `5c idle after one notification each, permessage-deflate offered: RSS at ${target.toLocaleString('en')} connections, WS_COMPRESSION=${mode} (ours) against off (anchor column)`,
+        ours: cell(mode),
+        anchor: cell('off'),
+        ratio,
+        target: mode === 'on' ? '≤ 1.5× off' : '— (context kept: memory for bytes)',
+        met: mode === 'on' ? ratio !== null && ratio <= 1.5 : null,
+        clean,
+      });
+    }
+  }
+  const top = Math.max(...settings.compressionSteps);
+  const first = (mode: CompressionMode) => figure(byMode[mode], (run) => step(top)(run)?.wire_bytes_per_msg);
+  const following = (mode: CompressionMode) => figure(byMode[mode], (run) => run.following_wire_bytes_per_msg);
+  const bytes = (mode: CompressionMode) => `first ${show(first(mode), 0, ' B')}, following ${show(following(mode), 0, ' B')}`;
+  rows.push({
+    scenario: '5c a notification of 374 bytes on the wire (frame and delivery ping included): on (ours) against off',
+    ours: `on: ${bytes('on')}; context-takeover: ${bytes('context-takeover')}`,
+    anchor: `off: ${bytes('off')}`,
+    ratio: first('on').median && first('off').median ? first('on').median! / first('off').median! : null,
+    target: '—',
+    met: null,
+    clean,
+  });
+  return rows;
+}
+
 /** What a publish → push row is called, its target and whether the medians meet it. */
 interface PushRowKind {
   scenario: (rate: number) => string;
@@ -480,13 +577,14 @@ interface PushRowKind {
 }
 
 const SINGLE_PUSH: PushRowKind = {
-  scenario: (rate) => `6 publish → push, ${rate.toLocaleString('en')}/s offered, ${settings.pushConns.toLocaleString('en')} conns`,
+  scenario: (rate) => `6 publish → push, ${rate.toLocaleString('en')}/s offered, ${settings.pushConns.toLocaleString('en')} conns${settings.pushDeflate ? ', permessage-deflate offered' : ''}`,
   target: '≥ 6,000/s delivered, p99 ≤ 50 ms, 0 lost',
   met: (delivered, p99, maxLost) => delivered >= 6_000 && p99 <= 50 && maxLost === 0,
 };
 
 const BATCH_PUSH: PushRowKind = {
-  scenario: (rate) => `6b batch publish (${settings.batchSize}/request) → push, ${rate.toLocaleString('en')}/s offered, ${settings.pushConns.toLocaleString('en')} conns`,
+  scenario: (rate) =>
+    `6b batch publish (${settings.batchSize}/request) → push, ${rate.toLocaleString('en')}/s offered, ${settings.pushConns.toLocaleString('en')} conns${settings.pushDeflate ? ', permessage-deflate offered' : ''}`,
   target: '≥ 20,000/s delivered, p99 ≤ 100 ms, 0 lost, ≥ 1.0× bare ws',
   met: (delivered, p99, maxLost, ratio) => delivered >= 20_000 && p99 <= 100 && maxLost === 0 && ratio !== null && ratio >= 1.0,
 };
@@ -585,6 +683,7 @@ function notifyRows(runs: RunResult[]): Row[] {
 function report(raw: Raw) {
   const rows = [
     ...(raw.idle ? idleRows(raw.idle) : []),
+    ...(raw.compression ? compressionRows(raw.compression) : []),
     ...(raw.push ? pushRows(raw.push, SINGLE_PUSH) : []),
     ...(raw.batch ? pushRows(raw.batch, BATCH_PUSH) : []),
     ...(raw.replay ? replayRows(raw.replay) : []),

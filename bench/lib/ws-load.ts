@@ -4,10 +4,17 @@
  *
  *   --mode idle   --url WS (--auth A | --auth-file F.json) --server-pid P --steps 1000,5000 [--settle 3] [--procs 2] [--id-query] [--count-url URL]
  *       (--auth-file: a JSON array of Authorization values; connection n uses value n mod its length)
+ *       [--deflate --publish-file F.json [--byte-rounds 3]]
  *       Holds connections in --procs child processes (the fd limit is per process), growing through
  *       --steps; after each step and --settle seconds reads the server's VmRSS from /proc.
+ *       --deflate: the connections offer permessage-deflate. --publish-file ({base, publishToken,
+ *       clientIds}): after the warm-up and after each step, one notification is published to each
+ *       client, and every connection held must have received one before the settle (so each has
+ *       compressed at least once); the bytes read on the connections meanwhile, per message, are
+ *       its size on the wire (frame and the delivery ping included). After the last reading,
+ *       --byte-rounds more such rounds measure the messages that follow a first one.
  *   --mode push   --fixtures F.json --server-pid P --rate R [--duration 10] [--warmup 2] [--inflight 256] [--drain 10]
- *                 [--batch 1] [--server-pids P2,P3] [--pg-url URL --pg-pid PM]
+ *                 [--batch 1] [--server-pids P2,P3] [--pg-url URL --pg-pid PM] [--deflate]
  *       Our service only: stream connections from the fixtures, an open-loop HTTP publisher at R/s
  *       (at most --inflight requests in flight), latency from publish request sent to message received.
  *       --batch N > 1: one request to the batch route every N due notifications, each element to the
@@ -15,6 +22,7 @@
  *       Fixtures with `bases` (a fleet): connections and requests round-robin over the instances;
  *       --server-pids adds the other instances to the node CPU figure; --pg-url/--pg-pid measure the
  *       shared PostgreSQL in the window (bench/lib/pg-stats.ts; needs pg_stat_statements).
+ *       --deflate: the connections offer permessage-deflate (the service compresses what it pushes).
  *   --mode replay --url WS --auth A --count N --server-pid P [--warmup-auth A2 --warmup-count M]
  *       One connection whose client has N stored notifications: time until all arrived, server RSS sampled.
  */
@@ -55,6 +63,9 @@ const { values: opt } = parseArgs({
     'warmup-auth': { type: 'string' },
     'warmup-count': { type: 'string', default: '0' },
     'max-runtime': { type: 'string', default: '600' },
+    deflate: { type: 'boolean', default: false },
+    'publish-file': { type: 'string' },
+    'byte-rounds': { type: 'string', default: '3' },
     child: { type: 'boolean', default: false },
   },
 });
@@ -69,9 +80,23 @@ interface OpenResult {
   errors: Record<string, number>;
 }
 
+/** What a pool reports: connections held, closed by the server, and what they received. */
+interface PoolStatus {
+  held: number;
+  closedByServer: Record<string, number>;
+  /** Messages received by the connections held. */
+  received: number;
+  /** Connections held that have received no message yet. */
+  unreached: number;
+  /** Bytes read from the network by the connections held, since each one's upgrade. */
+  bytesRead: number;
+}
+
 /** Connections of one process; counts the ones the server closed (e.g. 1008 at capacity). */
 class SocketPool {
   private readonly sockets = new Set<WebSocket>();
+  /** Per connection: messages received, and its TCP socket (for the bytes read). */
+  private readonly traffic = new Map<WebSocket, { messages: number; wire?: import('node:net').Socket; readAtUpgrade: number }>();
   private closing = false;
   readonly closedByServer: Record<string, number> = {};
 
@@ -79,10 +104,24 @@ class SocketPool {
     private readonly url: string,
     private readonly auths: string[],
     private readonly idQuery: boolean,
+    private readonly deflate = false,
   ) {}
 
   get held() {
     return this.sockets.size;
+  }
+
+  status(): PoolStatus {
+    let received = 0;
+    let unreached = 0;
+    let bytesRead = 0;
+    for (const socket of this.sockets) {
+      const traffic = this.traffic.get(socket)!;
+      received += traffic.messages;
+      if (traffic.messages === 0) unreached++;
+      bytesRead += (traffic.wire?.bytesRead ?? 0) - traffic.readAtUpgrade;
+    }
+    return { held: this.sockets.size, closedByServer: this.closedByServer, received, unreached, bytesRead };
   }
 
   /** Opens `count` connections, `concurrency` handshakes at a time; ids from `firstId` (the anchor keys clients by ?id=). */
@@ -92,7 +131,14 @@ class SocketPool {
     const one = (id: number) =>
       new Promise<void>((resolve) => {
         const url = this.idQuery ? `${this.url}?id=${id}` : this.url;
-        const socket = new WebSocket(url, { headers: { authorization: this.auths[id % this.auths.length] }, perMessageDeflate: false, handshakeTimeout: 15_000 });
+        const socket = new WebSocket(url, { headers: { authorization: this.auths[id % this.auths.length] }, perMessageDeflate: this.deflate, handshakeTimeout: 15_000 });
+        const traffic: { messages: number; wire?: import('node:net').Socket; readAtUpgrade: number } = { messages: 0, readAtUpgrade: 0 };
+        this.traffic.set(socket, traffic);
+        socket.once('upgrade', (response) => {
+          traffic.wire = response.socket as import('node:net').Socket;
+          traffic.readAtUpgrade = traffic.wire.bytesRead;
+        });
+        socket.on('message', () => traffic.messages++);
         let settled = false;
         socket.on('open', () => {
           settled = true;
@@ -110,6 +156,7 @@ class SocketPool {
         });
         socket.on('close', (code) => {
           this.sockets.delete(socket);
+          this.traffic.delete(socket);
           if (!this.closing && settled) this.closedByServer[code] = (this.closedByServer[code] ?? 0) + 1;
         });
       });
@@ -133,13 +180,13 @@ class RemotePool {
   private readonly pending = new Map<number, (data: unknown) => void>();
   private seq = 0;
 
-  constructor(url: string, auths: string[], idQuery: boolean) {
+  constructor(url: string, auths: string[], idQuery: boolean, deflate = false) {
     this.child = fork(fileURLToPath(import.meta.url), ['--child', '--max-runtime', opt['max-runtime']!], { serialization: 'advanced' });
     this.child.on('message', ({ id, data }: { id: number; data: unknown }) => {
       this.pending.get(id)?.(data);
       this.pending.delete(id);
     });
-    void this.call('init', { url, auths, idQuery });
+    void this.call('init', { url, auths, idQuery, deflate });
   }
 
   call<T>(cmd: string, args: Record<string, unknown> = {}): Promise<T> {
@@ -151,7 +198,7 @@ class RemotePool {
   }
 
   open = (count: number, firstId: number, concurrency: number) => this.call<OpenResult>('open', { count, firstId, concurrency });
-  status = () => this.call<{ held: number; closedByServer: Record<string, number> }>('status');
+  status = () => this.call<PoolStatus>('status');
   close = () => this.call<boolean>('close');
 }
 
@@ -161,12 +208,12 @@ function serveChild() {
     const reply = (data: unknown) => process.send!({ id: message.id, data });
     switch (message.cmd) {
       case 'init':
-        pool = new SocketPool(message.url as string, message.auths as string[], message.idQuery as boolean);
+        pool = new SocketPool(message.url as string, message.auths as string[], message.idQuery as boolean, message.deflate as boolean);
         return reply(true);
       case 'open':
         return reply(await pool.open(message.count as number, message.firstId as number, message.concurrency as number));
       case 'status':
-        return reply({ held: pool.held, closedByServer: pool.closedByServer });
+        return reply(pool.status());
       case 'close':
         pool.closeAll();
         reply(true);
@@ -185,7 +232,9 @@ async function idle() {
   const concurrency = Math.max(1, Math.floor(Number(opt.concurrency) / procs));
   const settleMs = Number(opt.settle) * 1000;
   const auths = opt['auth-file'] ? (JSON.parse(readFileSync(opt['auth-file'], 'utf8')) as string[]) : [opt.auth!];
-  const pools = Array.from({ length: procs }, () => new RemotePool(opt.url!, auths, opt['id-query']!));
+  const deflate = opt.deflate!;
+  const publishing = opt['publish-file'] ? (JSON.parse(readFileSync(opt['publish-file'], 'utf8')) as IdlePublishing) : undefined;
+  const pools = Array.from({ length: procs }, () => new RemotePool(opt.url!, auths, opt['id-query']!, deflate));
   let nextId = 0;
   /** Opens `total` more connections, spread evenly over the pools. */
   const openMore = async (total: number) => {
@@ -202,8 +251,10 @@ async function idle() {
   const held = async () => (await Promise.all(pools.map((pool) => pool.status()))).reduce((sum, s) => sum + s.held, 0);
   try {
     // Warm-up on both servers alike: the first handshakes compile code paths that then stay resident.
-    const warm = new RemotePool(opt.url!, auths, opt['id-query']!);
+    const warm = new RemotePool(opt.url!, auths, opt['id-query']!, deflate);
     await warm.open(100, 1_000_000, 32);
+    // With publishing, the first notifications (and compressions) too.
+    if (publishing) await publishRound(publishing, [warm], 'every');
     await warm.close();
     await sleep(settleMs);
     const before = vmRss(SERVER_PID);
@@ -213,6 +264,7 @@ async function idle() {
       const stepStart = now();
       const { failed, errors } = await openMore(step - (await held()));
       const connectS = (now() - stepStart) / 1000;
+      const published = publishing ? await publishRound(publishing, pools, 'every') : undefined;
       await sleep(settleMs);
       const rss = vmRss(SERVER_PID);
       const conns = await held();
@@ -224,8 +276,12 @@ async function idle() {
         connect_s: round(connectS, 2),
         rss_mb: mb(rss),
         rss_per_conn_kb: conns ? round((rss - before) / conns / 1024, 2) : null,
+        ...(published ? { unreached: published.unreached, wire_bytes_per_msg: published.wireBytesPerMessage } : {}),
       });
     }
+    // The messages after a first one (what context takeover is for), once the memory was read.
+    const following = [];
+    if (publishing) for (let index = 0; index < Number(opt['byte-rounds']); index++) following.push(await publishRound(publishing, pools, 'one more'));
     const statuses = await Promise.all(pools.map((pool) => pool.status()));
     const closedByServer: Record<string, number> = {};
     for (const status of statuses) for (const [code, n] of Object.entries(status.closedByServer)) closedByServer[code] = (closedByServer[code] ?? 0) + n;
@@ -237,9 +293,79 @@ async function idle() {
       closed_by_server: Object.keys(closedByServer).length ? closedByServer : undefined,
       total_s: round((now() - started) / 1000, 1),
       loadgen_procs: procs,
+      deflate,
+      negotiated: publishing ? await negotiated(opt.url!, auths[0], deflate) : undefined,
+      ...(following.length
+        ? { following_wire_bytes_per_msg: round(following.reduce((sum, r) => sum + r.bytes, 0) / Math.max(1, following.reduce((sum, r) => sum + r.messages, 0)), 1) }
+        : {}),
     };
   } finally {
     await Promise.all(pools.map((pool) => pool.close()));
+  }
+}
+
+/** What --publish-file holds: where to publish, with what, and to whom (the clients of the connections). */
+interface IdlePublishing {
+  base: string;
+  publishToken: string;
+  clientIds: string[];
+}
+
+/**
+ * Publishes one notification to each client (16 requests at a time), then waits (at most 60 s)
+ * until `every` connection held has received a message, or each has received `one more` on
+ * average; returns the bytes and messages the connections read meanwhile.
+ */
+async function publishRound(publishing: IdlePublishing, pools: RemotePool[], until: 'every' | 'one more') {
+  const totals = async () => {
+    const statuses = await Promise.all(pools.map((pool) => pool.status()));
+    return statuses.reduce((sum, s) => ({ held: sum.held + s.held, received: sum.received + s.received, unreached: sum.unreached + s.unreached, bytesRead: sum.bytesRead + s.bytesRead }), {
+      held: 0,
+      received: 0,
+      unreached: 0,
+      bytesRead: 0,
+    });
+  };
+  const start = await totals();
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: 16 }, async () => {
+      while (next < publishing.clientIds.length) {
+        const recipient = publishing.clientIds[next++];
+        const response = await fetch(`${publishing.base}/voyage/notification/v1/notifications`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${publishing.publishToken}` },
+          body: JSON.stringify({ recipient, ...benchNotification(randomUUID(), 'RouteConfigurationService') }),
+        });
+        if (response.status !== 202) throw new Error(`publish answered ${response.status}: ${await response.text()}`);
+      }
+    }),
+  );
+  const deadline = now() + 60_000;
+  let current = await totals();
+  const done = () => (until === 'every' ? current.unreached === 0 : current.received >= start.received + current.held);
+  while (!done() && now() < deadline) {
+    await sleep(100);
+    current = await totals();
+  }
+  // The delivery ping that follows each message comes a moment later: its bytes count too.
+  await sleep(200);
+  current = await totals();
+  const messages = current.received - start.received;
+  const bytes = current.bytesRead - start.bytesRead;
+  return { unreached: current.unreached, messages, bytes, wireBytesPerMessage: messages ? round(bytes / messages, 1) : null };
+}
+
+/** The Sec-WebSocket-Extensions the server answers a connection like the measured ones with. */
+async function negotiated(url: string, auth: string, deflate: boolean): Promise<string | null> {
+  const socket = new WebSocket(url, { headers: { authorization: auth }, perMessageDeflate: deflate, handshakeTimeout: 15_000 });
+  try {
+    return await new Promise<string | null>((resolve, reject) => {
+      socket.once('upgrade', (response) => resolve((response.headers['sec-websocket-extensions'] as string | undefined) ?? null));
+      socket.once('error', reject);
+    });
+  } finally {
+    socket.terminate();
   }
 }
 
@@ -446,7 +572,7 @@ async function openStreams(bases: string[], fixtures: PushFixtures, onMessage: (
   const retried: Record<string, number> = {};
   const open = (index: number) =>
     new Promise<WebSocket>((resolve, reject) => {
-      const socket = new WebSocket(urls[index % urls.length], { headers: { authorization: `Bearer ${tokens[index]}` }, perMessageDeflate: false, handshakeTimeout: 15_000 });
+      const socket = new WebSocket(urls[index % urls.length], { headers: { authorization: `Bearer ${tokens[index]}` }, perMessageDeflate: opt.deflate!, handshakeTimeout: 15_000 });
       socket.once('open', () => resolve(socket));
       // Also after the open: an error then must not end the process; a lost push shows as lost.
       socket.on('error', reject);

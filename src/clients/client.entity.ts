@@ -24,6 +24,12 @@ export type TokenEndpointAuthMethod = (typeof TOKEN_ENDPOINT_AUTH_METHODS)[numbe
 export const ID_TOKEN_ALGS = ['RS256', 'ES256'] as const;
 export type IdTokenAlg = (typeof ID_TOKEN_ALGS)[number];
 
+/**
+ * Seconds a client's own heartbeat may be (`--heartbeat`): pings more often than every 5 s help
+ * no link, and one silent for over an hour is not noticed dead for two.
+ */
+export const CLIENT_HEARTBEAT_SECONDS = { min: 5, max: 3600 } as const;
+
 /** A public client has no secret: it cannot authenticate, so it must prove possession of its codes with PKCE. */
 export const isPublicClient = (client: Pick<ClientEntity, 'tokenEndpointAuthMethod'>) => client.tokenEndpointAuthMethod === 'none';
 
@@ -62,6 +68,10 @@ export class ClientEntity {
   /** What its ID tokens are signed with. */
   @Column('text', { name: 'id_token_signed_response_alg' })
   idTokenSignedResponseAlg: IdTokenAlg;
+
+  /** Seconds between pings on its notification streams; null: the instance's WS_HEARTBEAT_INTERVAL. */
+  @Column('integer', { name: 'heartbeat_interval', nullable: true })
+  heartbeatInterval: number | null;
 
   /** `none` for a public client, which has no secret (its secret_hash is null). */
   @Column('text', { name: 'token_endpoint_auth_method' })

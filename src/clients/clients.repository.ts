@@ -27,6 +27,7 @@ type ClientChanges = Pick<
   | 'previousSecretExpiresAt'
   | 'postLogoutRedirectUris'
   | 'idTokenSignedResponseAlg'
+  | 'heartbeatInterval'
 >;
 
 /** Tells every process, when the transaction commits, to drop its copy of the client. */

@@ -40,6 +40,8 @@ export interface ClientView {
   post_logout_redirect_uris: string[];
   /** What its ID tokens are signed with. */
   id_token_signed_response_alg: IdTokenAlg;
+  /** Seconds between pings on its notification streams; null: the instance's WS_HEARTBEAT_INTERVAL. */
+  heartbeat_interval: number | null;
   created_at: string;
   updated_at: string;
   previous_secret_expires_at: string | null;
@@ -57,6 +59,8 @@ export interface ClientUpdate {
   signIn?: string[];
   postLogoutRedirectUris?: string[];
   idTokenSignedResponseAlg?: string;
+  /** Seconds; null goes back to the instance's WS_HEARTBEAT_INTERVAL (a string is refused). */
+  heartbeatInterval?: number | string | null;
   /** Never changes: given at all, the update is refused (see update). */
   tokenEndpointAuthMethod?: string;
 }
@@ -103,6 +107,7 @@ export class ClientsService {
       tokenEndpointAuthMethod: input.tokenEndpointAuthMethod ?? 'client_secret_basic',
       postLogoutRedirectUris: input.postLogoutRedirectUris ?? [],
       idTokenSignedResponseAlg: input.idTokenSignedResponseAlg ?? 'RS256',
+      heartbeatInterval: input.heartbeatInterval ?? null,
     });
     assertGrantsFitType(dto.tokenEndpointAuthMethod, dto.grants);
     await this.identityProviders.checkSignInMethods(dto.signIn);
@@ -128,6 +133,7 @@ export class ClientsService {
           tokenEndpointAuthMethod: dto.tokenEndpointAuthMethod,
           postLogoutRedirectUris: dto.postLogoutRedirectUris,
           idTokenSignedResponseAlg: dto.idTokenSignedResponseAlg,
+          heartbeatInterval: dto.heartbeatInterval,
           secretHash: secrets[index] === null ? null : hashClientSecret(secrets[index]),
           previousSecretHash: null,
           previousSecretExpiresAt: null,
@@ -180,7 +186,7 @@ export class ClientsService {
       throw invalidInput('whether a client is public cannot change: register a new client instead');
     }
     if (Object.keys(given).length === 0 && !scopeDescriptions) {
-      throw invalidInput('nothing to change: give --name, --grant, --redirect, --scope, --scope-description, --sign-in, --post-logout-redirect or --id-token-alg');
+      throw invalidInput('nothing to change: give --name, --grant, --redirect, --scope, --scope-description, --sign-in, --post-logout-redirect, --id-token-alg or --heartbeat');
     }
     if (given.grants?.length === 0) throw invalidInput('a client needs at least one grant');
     const dto = await validateInput(CreateClientDto, given, { whitelist: true, forbidNonWhitelisted: true, skipMissingProperties: true });
@@ -194,6 +200,7 @@ export class ClientsService {
       ...(given.signIn ? { signIn: dto.signIn } : {}),
       ...(given.postLogoutRedirectUris ? { postLogoutRedirectUris: dto.postLogoutRedirectUris } : {}),
       ...(given.idTokenSignedResponseAlg !== undefined ? { idTokenSignedResponseAlg: dto.idTokenSignedResponseAlg } : {}),
+      ...(given.heartbeatInterval !== undefined ? { heartbeatInterval: dto.heartbeatInterval } : {}),
       ...(scopeDescriptions || given.scopes ? { scopeDescriptions: await this.describedScopes(id, scopeDescriptions ?? {}, given.scopes) } : {}),
     });
     if (!client) throw notFound(`no client with id "${id}"`);
@@ -303,6 +310,7 @@ function toView(client: ClientEntity): ClientView {
     token_endpoint_auth_method: client.tokenEndpointAuthMethod,
     post_logout_redirect_uris: client.postLogoutRedirectUris,
     id_token_signed_response_alg: client.idTokenSignedResponseAlg,
+    heartbeat_interval: client.heartbeatInterval,
     created_at: client.createdAt.toISOString(),
     updated_at: client.updatedAt.toISOString(),
     previous_secret_expires_at: client.previousSecretExpiresAt?.toISOString() ?? null,

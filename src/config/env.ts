@@ -20,6 +20,7 @@ import {
 } from 'class-validator';
 import { StartupRefusal } from '../common/errors/startup-refusal.js';
 import { InvalidAllowListEntry, parseAddressAllowList } from '../metrics/address-allow-list.js';
+import { WS_COMPRESSION_MODES, type WsCompression } from '../notification/stream-compression.js';
 import { withoutPassword } from './without-password.js';
 
 // Reads the raw string (obj[key]): implicit conversion would already have made "false" true.
@@ -219,6 +220,10 @@ export class Env {
   /** Seconds between pings; a connection that missed the previous pong is dropped. */
   @Min(1) @Max(3600) @IsInt()
   WS_HEARTBEAT_INTERVAL: number = 30;
+
+  /** permessage-deflate on the stream, for clients that offer it: `on` (no context kept between messages), `off`, or `context-takeover` (fewer bytes, more memory per connection). */
+  @IsIn(WS_COMPRESSION_MODES)
+  WS_COMPRESSION: WsCompression = 'on';
 
   /** Largest frame a client may send, in bytes (clients have nothing to say; bigger frames close the connection). */
   @Min(16) @Max(1_048_576) @IsInt()

@@ -11,6 +11,8 @@ export interface StreamConnection {
   grantId?: string;
   kid?: string;
   alive: boolean;
+  /** Seconds between its pings: its client's heartbeat, once StreamHeartbeat has read it (not pinged until then). */
+  heartbeat?: number;
   /** The close at the token's expiry (for v2, first the notice before it). */
   expiry?: NodeJS.Timeout;
   subscriber?: Subscriber;

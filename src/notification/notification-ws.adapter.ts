@@ -10,6 +10,7 @@ import type { ResumePosition } from './delivery.service.js';
 import type { UpgradeDecision } from './stream-authorizer.js';
 import type { StreamToken } from './streams.service.js';
 import { PROTOCOL_V2 } from './websocket-streams.js';
+import { perMessageDeflateOptions, releaseZlibBetweenMessages, type WsCompression } from './stream-compression.js';
 
 const CLOSE_HANDSHAKE_MS = 1_000;
 
@@ -24,6 +25,8 @@ export const resumeOfUpgrade = (request: IncomingMessage): ResumePosition | unde
 export interface StreamOptions {
   authorize(request: IncomingMessage): Promise<UpgradeDecision>;
   maxIncomingBytes: number;
+  /** WS_COMPRESSION: whether permessage-deflate is negotiated, and with what context (stream-compression.ts). */
+  compression: WsCompression;
   /** Runs once every socket is closed (delivery cursors are saved then). */
   afterClose(): Promise<void>;
 }
@@ -35,7 +38,8 @@ const SHARED_HTTP_SERVER = 0;
  * Nest's ws adapter with what the stream needs: the token is checked before the handshake (a
  * refused upgrade is a plain HTTP 401/403 with WWW-Authenticate), incoming frames are capped,
  * any other request with an Upgrade header is answered over HTTP (Nest's own listener drops its
- * connection without a word), and shutdown closes every socket with 1001 instead of terminating
+ * connection without a word), permessage-deflate is negotiated with bounded memory
+ * (stream-compression.ts), and shutdown closes every socket with 1001 instead of terminating
  * it (which clients see as 1006).
  */
 export class NotificationWsAdapter extends WsAdapter {
@@ -63,7 +67,10 @@ export class NotificationWsAdapter extends WsAdapter {
   private routeUpgrade(httpServer: Server, request: IncomingMessage, socket: Duplex, head: Buffer) {
     const wsServer = asksForWebSocket(request) ? this.webSocketServerAt(request.url) : undefined;
     if (!wsServer) return answerOverHttp(httpServer, request, socket);
-    wsServer.handleUpgrade(request, socket, head, (ws: WebSocket) => wsServer.emit('connection', ws, request));
+    wsServer.handleUpgrade(request, socket, head, (ws: WebSocket) => {
+      releaseZlibBetweenMessages(ws);
+      wsServer.emit('connection', ws, request);
+    });
   }
 
   private webSocketServerAt(url: string | undefined): WebSocketServer | undefined {
@@ -86,7 +93,7 @@ export class NotificationWsAdapter extends WsAdapter {
     return super.create(port, {
       ...options,
       maxPayload: this.stream.maxIncomingBytes,
-      perMessageDeflate: false,
+      perMessageDeflate: perMessageDeflateOptions(this.stream.compression),
       // Protocol v2 when offered; otherwise as before (ws's default: the first offered, if any).
       handleProtocols: (offered: Set<string>) => (offered.has(PROTOCOL_V2) ? PROTOCOL_V2 : (offered.values().next().value ?? false)),
       verifyClient: (info: { req: IncomingMessage }, done: (ok: boolean, status?: number, message?: string, headers?: Record<string, string>) => void) => {

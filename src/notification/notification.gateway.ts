@@ -1,8 +1,6 @@
 import type { IncomingMessage } from 'node:http';
-import { type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
 import { type OnGatewayConnection, WebSocketGateway } from '@nestjs/websockets';
 import type { WebSocket } from 'ws';
-import { Env } from '../config/env.js';
 import { Metrics } from '../metrics/metrics.service.js';
 import { ConnectionRegistry } from './connection-registry.js';
 import { DeliveryService } from './delivery.service.js';
@@ -15,12 +13,10 @@ import { PROTOCOL_V2, SeedWebSocketStream, V2WebSocketStream } from './websocket
 /**
  * GET /voyage/notification/v1/ws/products: the token (and a v2 client's resume position) was
  * checked during the upgrade; here the stream speaks the protocol it negotiated — the seed's, or
- * v2 (subprotocol `voyage.v2`) — and lives as every stream does (Streams). The heartbeat of every
- * stream, WebSocket or server-sent events, is here.
+ * v2 (subprotocol `voyage.v2`) — and lives as every stream does (Streams).
  */
 @WebSocketGateway({ path: '/voyage/notification/v1/ws/products' })
-export class NotificationGateway implements OnGatewayConnection, OnModuleInit, OnModuleDestroy {
-  private heartbeat?: NodeJS.Timeout;
+export class NotificationGateway implements OnGatewayConnection {
 
   constructor(
     private readonly streams: Streams,
@@ -28,17 +24,8 @@ export class NotificationGateway implements OnGatewayConnection, OnModuleInit, O
     private readonly connections: ConnectionRegistry,
     private readonly authorizer: StreamAuthorizer,
     private readonly v2Messages: ProtocolV2Messages,
-    private readonly env: Env,
     private readonly metrics: Metrics,
   ) {}
-
-  onModuleInit() {
-    this.heartbeat = setInterval(() => this.beat(), this.env.WS_HEARTBEAT_INTERVAL * 1000).unref();
-  }
-
-  onModuleDestroy() {
-    clearInterval(this.heartbeat);
-  }
 
   get openConnections(): number {
     return this.connections.size;
@@ -65,17 +52,5 @@ export class NotificationGateway implements OnGatewayConnection, OnModuleInit, O
     const recheck = async () => (await this.authorizer.recheck(request)).ok;
     // A v2 client always learns the epoch, and whether its history is complete, even without a position.
     await this.streams.start(connection, recheck, v2 ? (resumeOfUpgrade(request) ?? {}) : undefined);
-  }
-
-  /** A connection that did not answer the previous ping is gone. */
-  private beat() {
-    for (const connection of this.connections) {
-      if (!connection.alive) {
-        connection.transport.terminate();
-        continue;
-      }
-      connection.alive = !connection.transport.pongs;
-      connection.transport.ping();
-    }
   }
 }

@@ -18,6 +18,7 @@ import { NotificationController } from './notification.controller.js';
 import { NotificationGateway } from './notification.gateway.js';
 import { ProtocolV2Messages } from './protocol-v2-messages.js';
 import { StreamAuthorizer } from './stream-authorizer.js';
+import { StreamHeartbeat } from './stream-heartbeat.js';
 import { StreamRevocations } from './stream-revocations.js';
 import { Streams } from './streams.service.js';
 
@@ -37,6 +38,7 @@ import { Streams } from './streams.service.js';
     NotificationRetention,
     ProtocolV2Messages,
     StreamAuthorizer,
+    StreamHeartbeat,
     StreamRevocations,
     Streams,
   ],

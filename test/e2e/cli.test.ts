@@ -22,6 +22,7 @@ const CLIENT_VIEW_KEYS = [
   'created_at',
   'enabled',
   'grants',
+  'heartbeat_interval',
   'id_token_signed_response_alg',
   'name',
   'post_logout_redirect_uris',
@@ -129,6 +130,7 @@ describe('client:create', () => {
       token_endpoint_auth_method: 'client_secret_basic',
       post_logout_redirect_uris: [],
       id_token_signed_response_alg: 'RS256',
+      heartbeat_interval: null,
     });
     expect(alpha.client_id.length).toBeGreaterThan(0);
     expect(alphaRun.stderr).not.toContain(alpha.client_secret);
@@ -152,6 +154,7 @@ describe('client:create', () => {
       token_endpoint_auth_method: 'client_secret_basic',
       post_logout_redirect_uris: [],
       id_token_signed_response_alg: 'RS256',
+      heartbeat_interval: null,
     });
     expect(beta.client_id).not.toBe(alpha.client_id);
     expect(beta.client_secret).not.toBe(alpha.client_secret);

@@ -79,11 +79,11 @@ describe('client:create --file', () => {
         'error: 7 of 8 lines refused; no client was created:',
         '  line 2: not JSON: Unexpected token \'o\', "not json" is not valid JSON',
         '  line 3: the name "good one" is also on line 1',
-        '  line 4: unknown field "nme" (fields: name, grant, redirect, scope, scope-description, sign-in, public, post-logout-redirect, id-token-alg)',
+        '  line 4: unknown field "nme" (fields: name, grant, redirect, scope, scope-description, sign-in, public, post-logout-redirect, id-token-alg, heartbeat)',
         '  line 5: grant must be one of: authorization_code, refresh_token, client_credentials, urn:ietf:params:oauth:grant-type:device_code',
         '  line 6: must be a JSON object',
         '  line 7: redirect pattern "http://8.8.8.0/24:*/cb" address range must lie within private or loopback addresses',
-        '  line 8: unknown field "file" (fields: name, grant, redirect, scope, scope-description, sign-in, public, post-logout-redirect, id-token-alg)',
+        '  line 8: unknown field "file" (fields: name, grant, redirect, scope, scope-description, sign-in, public, post-logout-redirect, id-token-alg, heartbeat)',
         '',
       ].join('\n'),
     );

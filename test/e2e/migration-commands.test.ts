@@ -21,9 +21,9 @@ const tables = async (url: string) =>
 
 const hasColumn = async (url: string, table: string, column: string) =>
   (await query(url, `SELECT 1 FROM information_schema.columns WHERE table_name = $1 AND column_name = $2`, [table, column])).length === 1;
-/** The last migration adds what a resuming stream needs (the epoch, the expiries); the one before it, the authorization codes' sign-in. */
+/** The last migration adds what a resuming stream needs (the epoch, the expiries); the one before it, a client's own heartbeat. */
 const hasLast = (url: string) => hasColumn(url, 'notification_expiries', 'expired_through_seq');
-const hasOneBeforeLast = (url: string) => hasColumn(url, 'authorization_codes', 'sid');
+const hasOneBeforeLast = (url: string) => hasColumn(url, 'clients', 'heartbeat_interval');
 
 describe('the migration commands of the README', () => {
   let url: string;

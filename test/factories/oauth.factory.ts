@@ -13,7 +13,7 @@ export interface TestClient {
 /** A registered client with a unique name (defaults: the helper flow's grants, no patterns). */
 export async function createClient(
   app: TestApp,
-  options: { grants?: GrantType[]; redirectPatterns?: string[]; scopes?: string[] } = {},
+  options: { grants?: GrantType[]; redirectPatterns?: string[]; scopes?: string[]; heartbeatInterval?: number } = {},
 ): Promise<TestClient> {
   const created = await app.get(ClientsService).create({ name: `client-${process.pid}-${++sequence}`, ...options });
   return { id: created.client_id, secret: created.client_secret };

@@ -1,4 +1,6 @@
-import WebSocket from 'ws';
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Socket } from 'node:net';
+import WebSocket, { type PerMessageDeflateOptions } from 'ws';
 
 const STREAM_PATH = '/voyage/notification/v1/ws/products';
 
@@ -14,6 +16,10 @@ export interface Stream {
   /** Binary frames (the stream sends none). */
   binary: number;
   closed: Promise<{ code: number; reason: string }>;
+  /** The headers of the server's 101 answer (Sec-WebSocket-Extensions says what was negotiated). */
+  upgradeHeaders: IncomingHttpHeaders;
+  /** Bytes the client has read from the connection since the upgrade: what went over the wire. */
+  bytesRead(): number;
   ids(): string[];
   /** Resolves once `count` messages were received in total; throws after `timeoutMs`. */
   received(count: number, timeoutMs?: number): Promise<Record<string, unknown>[]>;
@@ -22,14 +28,29 @@ export interface Stream {
 
 /**
  * Opens the stream with `token`. `autoPong: false` makes a client that reads but never answers
- * pings, as a connection that dies with messages unread looks to the server.
+ * pings, as a connection that dies with messages unread looks to the server. `perMessageDeflate`
+ * is what the client offers (ws offers permessage-deflate unless told false).
  */
-export async function openStream(baseUrl: string, token: string, options: { autoPong?: boolean } = {}): Promise<Stream> {
+export async function openStream(
+  baseUrl: string,
+  token: string,
+  options: { autoPong?: boolean; perMessageDeflate?: boolean | PerMessageDeflateOptions } = {},
+): Promise<Stream> {
   const socket = new WebSocket(`${baseUrl.replace(/^http/, 'ws')}${STREAM_PATH}`, {
     headers: { authorization: `Bearer ${token}` },
     autoPong: options.autoPong ?? true,
+    ...(options.perMessageDeflate === undefined ? {} : { perMessageDeflate: options.perMessageDeflate }),
+  });
+  let wire: Socket | undefined;
+  let readAtUpgrade = 0;
+  socket.once('upgrade', (response) => {
+    stream.upgradeHeaders = response.headers;
+    wire = response.socket as Socket;
+    readAtUpgrade = wire.bytesRead;
   });
   const stream: Stream = {
+    upgradeHeaders: {},
+    bytesRead: () => (wire ? wire.bytesRead - readAtUpgrade : 0),
     socket,
     messages: [],
     raw: [],

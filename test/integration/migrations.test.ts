@@ -112,6 +112,7 @@ describe('migrations', () => {
       { code: 'standard', request: { scope: 'openid', nonce: 'n-1' }, auth_time: new Date(1700000000 * 1000), sid: 'sid-1' },
     ]);
 
+    // Undone back to before it, through any migration that came after.
     while (await hasSignIns()) await dataSource.undoLastMigration();
     expect(await query(url, `SELECT request FROM authorization_codes ORDER BY code_hash`)).toEqual([
       { request: null },

@@ -4,9 +4,10 @@ import { optionsFromRecord } from '../../common/cli/options-from-record.js';
 import { collect, printJson } from '../../common/cli/output.js';
 import { AppError, conflict, invalidInput } from '../../common/errors/app-error.js';
 import { LOCAL_SIGN_IN } from '../../identity-providers/identity-provider.entity.js';
-import { DEVICE_CODE_GRANT, ID_TOKEN_ALGS, resolveGrantAlias } from '../client.entity.js';
+import { CLIENT_HEARTBEAT_SECONDS, DEVICE_CODE_GRANT, ID_TOKEN_ALGS, resolveGrantAlias } from '../client.entity.js';
 import { ClientsService, DEFAULT_GRANTS, type NewClientInput } from '../clients.service.js';
 import type { CreateClientDto } from '../dto/create-client.dto.js';
+import { HEARTBEAT_FLAGS, heartbeatSetting, parseHeartbeat } from './heartbeat-option.js';
 import { SCOPE_DESCRIPTION_FLAGS, scopeDescriptionsOption } from './scope-description-option.js';
 
 interface Options {
@@ -19,6 +20,7 @@ interface Options {
   public?: boolean;
   postLogoutRedirect?: string[];
   idTokenAlg?: string;
+  heartbeat?: number | string;
   file?: string;
 }
 
@@ -120,6 +122,14 @@ export class ClientCreateCommand extends CommandRunner {
   }
 
   @Option({
+    flags: HEARTBEAT_FLAGS,
+    description: `seconds between pings on its notification streams (${CLIENT_HEARTBEAT_SECONDS.min} to ${CLIENT_HEARTBEAT_SECONDS.max}), for links where each ping costs (default: the instance's WS_HEARTBEAT_INTERVAL)`,
+  })
+  parseHeartbeat(value: string) {
+    return parseHeartbeat(value);
+  }
+
+  @Option({
     flags: '--file <path>',
     description: 'many clients, one JSON object per line with the options as fields ({"name": "…", "grant": ["…"]}); - reads stdin',
   })
@@ -139,4 +149,5 @@ const toInput = (options: Options): NewClientInput => ({
   tokenEndpointAuthMethod: options.public ? 'none' : undefined,
   postLogoutRedirectUris: options.postLogoutRedirect,
   idTokenSignedResponseAlg: options.idTokenAlg as never,
+  heartbeatInterval: heartbeatSetting(options.heartbeat) as never,
 });

@@ -17,7 +17,14 @@ export class ClientListCommand extends CommandRunner {
     const throughProviders = clients.some((client) => client.sign_in_methods.some((method) => method !== LOCAL_SIGN_IN));
     // Likewise, which clients are public only once one is.
     const somePublic = clients.some((client) => client.token_endpoint_auth_method === 'none');
-    printJson(clients, [...LIST_COLUMNS, ...(throughProviders ? ['sign_in_methods'] : []), ...(somePublic ? ['token_endpoint_auth_method'] : [])]);
+    // And heartbeats once a client has its own.
+    const ownHeartbeat = clients.some((client) => client.heartbeat_interval !== null);
+    printJson(clients, [
+      ...LIST_COLUMNS,
+      ...(throughProviders ? ['sign_in_methods'] : []),
+      ...(somePublic ? ['token_endpoint_auth_method'] : []),
+      ...(ownHeartbeat ? ['heartbeat_interval'] : []),
+    ]);
   }
 }
 

@@ -2,8 +2,9 @@ import { Command, CommandRunner, Option } from 'nest-commander';
 import { collect, printJson } from '../../common/cli/output.js';
 import { invalidInput } from '../../common/errors/app-error.js';
 import { LOCAL_SIGN_IN } from '../../identity-providers/identity-provider.entity.js';
-import { DEVICE_CODE_GRANT, ID_TOKEN_ALGS, resolveGrantAlias } from '../client.entity.js';
+import { CLIENT_HEARTBEAT_SECONDS, DEVICE_CODE_GRANT, ID_TOKEN_ALGS, resolveGrantAlias } from '../client.entity.js';
 import { ClientsService } from '../clients.service.js';
+import { HEARTBEAT_FLAGS, heartbeatSetting, parseHeartbeat } from './heartbeat-option.js';
 import { SCOPE_DESCRIPTION_FLAGS, scopeDescriptionsOption } from './scope-description-option.js';
 
 interface Options {
@@ -15,6 +16,7 @@ interface Options {
   signIn?: string[];
   postLogoutRedirect?: string[];
   idTokenAlg?: string;
+  heartbeat?: number | string;
   public?: boolean;
   clearRedirects?: boolean;
   clearScopes?: boolean;
@@ -42,6 +44,7 @@ export class ClientUpdateCommand extends CommandRunner {
         signIn: options.signIn,
         postLogoutRedirectUris: listOrCleared(options.postLogoutRedirect, options.clearPostLogoutRedirects, 'post-logout-redirect'),
         idTokenSignedResponseAlg: options.idTokenAlg,
+        heartbeatInterval: heartbeatSetting(options.heartbeat),
         tokenEndpointAuthMethod: options.public ? 'none' : undefined,
       }),
     );
@@ -88,6 +91,14 @@ export class ClientUpdateCommand extends CommandRunner {
   @Option({ flags: '--id-token-alg <alg>', description: `what its ID tokens are signed with: ${ID_TOKEN_ALGS.join(' or ')}` })
   parseIdTokenAlg(value: string) {
     return value;
+  }
+
+  @Option({
+    flags: HEARTBEAT_FLAGS,
+    description: `seconds between pings on its notification streams (${CLIENT_HEARTBEAT_SECONDS.min} to ${CLIENT_HEARTBEAT_SECONDS.max}), or default for the instance's WS_HEARTBEAT_INTERVAL; open streams follow within a second`,
+  })
+  parseHeartbeat(value: string) {
+    return parseHeartbeat(value);
   }
 
   @Option({ flags: '--public', description: 'refused: whether a client is public is fixed when it is created (register a new client instead)' })

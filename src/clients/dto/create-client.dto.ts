@@ -1,11 +1,22 @@
-import { ArrayMinSize, ArrayUnique, IsArray, IsIn, IsString, Matches, MaxLength, MinLength } from 'class-validator';
+import { ArrayMinSize, ArrayUnique, IsArray, IsIn, IsString, Matches, MaxLength, MinLength, ValidateBy } from 'class-validator';
 import { PlainText } from '../../common/validation/storable-text.js';
-import { GRANT_TYPES, type GrantType, ID_TOKEN_ALGS, type IdTokenAlg, TOKEN_ENDPOINT_AUTH_METHODS, type TokenEndpointAuthMethod } from '../client.entity.js';
+import { CLIENT_HEARTBEAT_SECONDS, GRANT_TYPES, type GrantType, ID_TOKEN_ALGS, type IdTokenAlg, TOKEN_ENDPOINT_AUTH_METHODS, type TokenEndpointAuthMethod } from '../client.entity.js';
 import { IsPostLogoutRedirect, IsRedirectPattern } from '../url-validators.js';
 import { IsScopeDescriptions } from '../is-scope-descriptions.decorator.js';
 
 /** RFC 6749 §3.3 scope-token: printable ASCII except space, `"` and `\`. */
 export const SCOPE_TOKEN = /^[\x21\x23-\x5B\x5D-\x7E]+$/;
+
+/** A client's own heartbeat: whole seconds within CLIENT_HEARTBEAT_SECONDS, or null for the instance's WS_HEARTBEAT_INTERVAL. */
+const IsClientHeartbeat = () =>
+  ValidateBy({
+    name: 'isClientHeartbeat',
+    validator: {
+      validate: (value: unknown) =>
+        value === null || (Number.isInteger(value) && (value as number) >= CLIENT_HEARTBEAT_SECONDS.min && (value as number) <= CLIENT_HEARTBEAT_SECONDS.max),
+      defaultMessage: () => `the heartbeat (--heartbeat) must be whole seconds from ${CLIENT_HEARTBEAT_SECONDS.min} to ${CLIENT_HEARTBEAT_SECONDS.max}, or default`,
+    },
+  });
 
 export class CreateClientDto {
   @IsString()
@@ -54,4 +65,8 @@ export class CreateClientDto {
   /** What its ID tokens are signed with (`client:create --id-token-alg`). */
   @IsIn(ID_TOKEN_ALGS, { message: `the ID token algorithm (--id-token-alg) must be one of: ${ID_TOKEN_ALGS.join(', ')}` })
   idTokenSignedResponseAlg: IdTokenAlg;
+
+  /** Seconds between pings on its notification streams (`client:create --heartbeat`); null: WS_HEARTBEAT_INTERVAL. */
+  @IsClientHeartbeat()
+  heartbeatInterval: number | null;
 }
