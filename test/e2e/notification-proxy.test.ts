@@ -126,7 +126,7 @@ describe.skipIf(missing !== undefined)(
       token = await clientToken(app, client);
     }
 
-    it('fails the WebSocket stream, the seed’s and protocol v2: the handshake is answered without an upgrade', async () => {
+    it('fails the WebSocket stream, v1 and protocol v2: the handshake is answered without an upgrade', async () => {
       await freshSubscriber();
       const seedStatus = await openSeedStream(proxy.baseUrl, token);
       const v2Refusal = await openV2(proxy.baseUrl, token).then(

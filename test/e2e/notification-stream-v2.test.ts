@@ -150,7 +150,7 @@ describe('protocol v2', () => {
     expect(stream.closeInfo).toBeUndefined();
   });
 
-  it('leaves the seed’s stream as it was: without the subprotocol, raw notifications and a delivery ping', async () => {
+  it('leaves the original stream as it was: without the subprotocol, raw notifications and a delivery ping', async () => {
     await freshSubscriber();
     const body = await publishTo(app, publisher, client.id);
     const ws = new WebSocket(`${app.baseUrl.replace(/^http/, 'ws')}${WS_PATH}?after=0&epoch=x`, { headers: { Authorization: `Bearer ${token}` } });

@@ -172,7 +172,7 @@ describe('relay mode through a real identity provider', () => {
     await app?.close();
   });
 
-  it("hands a polling helper device the provider's own tokens, once, in the seed's token shape, and erases them", async () => {
+  it("hands a polling helper device the provider's own tokens, once, in the helper's token shape, and erases them", async () => {
     const config = await issueState(app, owner.id);
     await signInThroughLink(config.authorize_url, ALICE);
     const polled = await fetch(config.code_url);
