@@ -1,9 +1,9 @@
 import { request as httpRequest } from 'node:http';
 import { gunzipSync } from 'node:zlib';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { clientToken, PUBLISH_SCOPE, type PublishBody, publish, pushedMessage, SUBSCRIBE_SCOPE, validNotification } from '../factories/notification.factory.js';
+import { clientToken, PUBLISH_SCOPE, pushedMessage } from '../factories/notification.factory.js';
 import { createClient, type TestClient } from '../factories/oauth.factory.js';
-import { closeStreamClients, eventually, openSse, openV2, SSE_PATH } from '../factories/stream-clients.js';
+import { closeStreamClients, eventually, openSse, openV2, publishTo, SSE_PATH, subscriberClient } from '../factories/stream-clients.js';
 import { startTestApp, type TestApp } from '../setup/test-app.js';
 
 // The notification stream as server-sent events, with the `eventsource` package (a WHATWG
@@ -12,14 +12,7 @@ import { startTestApp, type TestApp } from '../setup/test-app.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-async function publishTo(app: TestApp, publisher: string, recipient: string): Promise<PublishBody> {
-  const body = validNotification(recipient);
-  const response = await publish(app, publisher, body);
-  expect(response.status).toBe(202);
-  return body;
-}
 
-const subscriberClient = (app: TestApp) => createClient(app, { grants: ['client_credentials'], scopes: [SUBSCRIBE_SCOPE] });
 
 /** A raw GET of the event stream: status, headers, and the bytes received until `stop` resolves (or the stream ends). */
 function rawStream(baseUrl: string, headers: Record<string, string>, stop: Promise<unknown>): Promise<{ status: number; headers: Record<string, unknown>; body: Buffer; ended: boolean }> {
@@ -62,7 +55,7 @@ describe('server-sent events', () => {
     token = await clientToken(app, client);
   }
 
-  it('streams each notification as id: SEQ, event: notification, data: the seed’s fields, with headers no proxy buffers or caches', async () => {
+  it('streams each notification as id: SEQ, event: notification, data: the notification’s fields, with headers no proxy buffers or caches', async () => {
     await freshSubscriber();
     const body = await publishTo(app, publisher, client.id);
     const answer = await rawStream(app.baseUrl, { Authorization: `Bearer ${token}`, Accept: 'text/event-stream' }, sleep(3_000));

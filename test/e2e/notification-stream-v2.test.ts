@@ -1,8 +1,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { clientToken, PUBLISH_SCOPE, type PublishBody, publish, pushedMessage, SUBSCRIBE_SCOPE, validNotification } from '../factories/notification.factory.js';
+import { clientToken, PUBLISH_SCOPE, type PublishBody, pushedMessage } from '../factories/notification.factory.js';
 import { createClient, type TestClient } from '../factories/oauth.factory.js';
-import { closeStreamClients, eventually, openV2, type V2Client, WS_PATH } from '../factories/stream-clients.js';
+import { closeStreamClients, eventually, openV2, publishTo, subscriberClient, type V2Client, WS_PATH } from '../factories/stream-clients.js';
 import { query } from '../setup/database.js';
 import { startTestApp, type TestApp } from '../setup/test-app.js';
 
@@ -11,14 +11,7 @@ import { startTestApp, type TestApp } from '../setup/test-app.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-async function publishTo(app: TestApp, publisher: string, recipient: string): Promise<PublishBody> {
-  const body = validNotification(recipient);
-  const response = await publish(app, publisher, body);
-  expect(response.status).toBe(202);
-  return body;
-}
 
-const subscriberClient = (app: TestApp) => createClient(app, { grants: ['client_credentials'], scopes: [SUBSCRIBE_SCOPE] });
 const correlationIds = (client: V2Client) => client.notifications().map((message) => message.data!.correlationId);
 
 afterEach(() => closeStreamClients());
@@ -40,7 +33,7 @@ describe('protocol v2', () => {
     token = await clientToken(app, client);
   }
 
-  it('is negotiated by subprotocol: each notification is {type, seq, epoch, data} with the seed’s fields, oldest first', async () => {
+  it('is negotiated by subprotocol: each notification is {type, seq, epoch, data} with the notification’s fields, oldest first', async () => {
     await freshSubscriber();
     const bodies = [await publishTo(app, publisher, client.id), await publishTo(app, publisher, client.id)];
     const stream = await openV2(app.baseUrl, token);

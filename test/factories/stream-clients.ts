@@ -1,5 +1,8 @@
 import { EventSource } from 'eventsource';
 import WebSocket from 'ws';
+import type { TestApp } from '../setup/test-app.js';
+import { type PublishBody, publish, SUBSCRIBE_SCOPE, validNotification } from './notification.factory.js';
+import { createClient, type TestClient } from './oauth.factory.js';
 
 /**
  * Notification stream clients as device makers would write them: a protocol v2 WebSocket client
@@ -12,6 +15,17 @@ export const WS_PATH = '/voyage/notification/v1/ws/products';
 export const SSE_PATH = '/voyage/notification/v1/sse/products';
 
 const open = new Set<{ close(): void }>();
+
+/** A client that may subscribe (client credentials, the subscribe scope). */
+export const subscriberClient = (app: TestApp): Promise<TestClient> => createClient(app, { grants: ['client_credentials'], scopes: [SUBSCRIBE_SCOPE] });
+
+/** Publishes a valid notification to `recipient` with a publisher's token; throws unless 202. */
+export async function publishTo(app: TestApp, publisherToken: string, recipient: string): Promise<PublishBody> {
+  const body = validNotification(recipient);
+  const response = await publish(app, publisherToken, body);
+  if (response.status !== 202) throw new Error(`publish answered ${response.status}: ${response.text}`);
+  return body;
+}
 
 /** Closes every client the test opened. */
 export function closeStreamClients(): void {
