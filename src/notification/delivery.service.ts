@@ -59,13 +59,6 @@ export interface ResumePosition {
   epoch?: string;
 }
 
-/** A started delivery: the subscriber, the database's epoch, and why the client must resynchronise, if it must. */
-export interface DeliveryStart {
-  subscriber: Subscriber;
-  epoch?: string;
-  reset?: ResetReason;
-}
-
 /**
  * Pushes each recipient's notifications to its live connections on this instance, in publish
  * order. Replay on connect and live delivery are the same loop: read what is newer than what
@@ -118,7 +111,7 @@ export class DeliveryService implements OnModuleInit, OnApplicationShutdown {
    * or a seq this one never had) starts from the cursor with a reset; one below what retention
    * deleted starts there with a reset.
    */
-  async subscribe(clientId: string, outlet: Outlet, resume?: ResumePosition): Promise<DeliveryStart> {
+  async subscribe(clientId: string, outlet: Outlet, resume?: ResumePosition): Promise<Subscriber> {
     const openedAt = Date.now();
     // What this instance's connections confirmed before this one opened (saved or not yet), and an
     // unsaved hold, which this connection takes over.
@@ -153,7 +146,7 @@ export class DeliveryService implements OnModuleInit, OnApplicationShutdown {
     recipient.subscribers.add(subscriber);
     this.recipients.set(clientId, recipient);
     this.wake(clientId);
-    return { subscriber, epoch: facts?.epoch, reset };
+    return subscriber;
   }
 
   unsubscribe(subscriber: Subscriber): void {

@@ -10,7 +10,7 @@ import type { Outlet } from './outlet.js';
 import type { StreamTransport } from './stream-transport.js';
 
 /** A v2 stream is told this long before its token expires, so it can replace it in band. */
-export const EXPIRING_NOTICE_S = 60;
+const EXPIRING_NOTICE_S = 60;
 const START_FAILED = 'service unavailable: reconnect later';
 
 /** What a stream's lifecycle reaches (StreamTransport) and its delivery fills (Outlet); a v2 stream can also be told its token is expiring. */
@@ -82,7 +82,7 @@ export class Streams implements BeforeApplicationShutdown {
       if (!(await recheck())) stream.close(CloseCode.POLICY, 'revoked while connecting');
       // Closed meanwhile (revoked, expired, gone): there is nothing to start.
       if (!stream.isOpen) return;
-      const { subscriber } = await this.delivery.subscribe(connection.clientId, stream, resume);
+      const subscriber = await this.delivery.subscribe(connection.clientId, stream, resume);
       // The stream may have closed (or been told to) while the cursor was read; `closed` unsubscribed it then.
       if (this.connections.has(connection)) connection.subscriber = subscriber;
       else this.delivery.unsubscribe(subscriber);
