@@ -19,6 +19,7 @@ import { type ChildProcess, execFile, execFileSync, spawn, type SpawnOptions } f
 import { randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
 import { startLatencyRelay } from './latency-relay.js';
+import { isProcessAlive } from '../../src/database/process-alive.js';
 
 export interface SatelliteLinkOptions {
   /** The service's port, on `upstreamHost` (default 127.0.0.1) in the root namespace. */
@@ -172,7 +173,7 @@ export function removeStaleLinks(): void {
     const name = line.split(' ')[0];
     const match = NAMESPACE.exec(name);
     if (!match) continue;
-    if (isAlive(Number(match[1]))) {
+    if (isProcessAlive(Number(match[1]))) {
       live.add(match[2]);
       continue;
     }
@@ -239,11 +240,3 @@ function tryTc(commands: string[][]): boolean {
   }
 }
 
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}

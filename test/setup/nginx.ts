@@ -6,6 +6,7 @@ import { tmpdir, userInfo } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort } from './free-port.js';
+import { isProcessAlive } from '../../src/database/process-alive.js';
 
 /**
  * A real reverse proxy in front of the service: Debian's nginx (or NGINX_PATH), run by the test
@@ -204,24 +205,16 @@ async function untilAccepting(port: number, child: ChildProcess, output: () => s
 function sweepStaleProxies(): void {
   for (const name of readdirSync(tmpdir())) {
     const owner = Number(/^voyage-connect-nginx-(\d+)-/.exec(name)?.[1]);
-    if (!owner || isAlive(owner)) continue;
+    if (!owner || isProcessAlive(owner)) continue;
     const dir = join(tmpdir(), name);
     const pidFile = join(dir, 'nginx.pid');
     const master = existsSync(pidFile) ? Number(readFileSync(pidFile, 'utf8').trim()) : 0;
     // Only an nginx started with this folder's config: a reused pid is left alone.
-    if (master && isAlive(master) && readCommandLine(master).includes(dir)) process.kill(master, 'SIGTERM');
+    if (master && isProcessAlive(master) && readCommandLine(master).includes(dir)) process.kill(master, 'SIGTERM');
     rmSync(dir, { recursive: true, force: true });
   }
 }
 
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 function readCommandLine(pid: number): string {
   try {

@@ -2,6 +2,7 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket, { WebSocketServer } from 'ws';
 import { perMessageDeflateOptions, releaseZlibBetweenMessages, type WsCompression } from '../../src/notification/stream-compression.js';
+import { pushedMessage, validNotification } from '../factories/notification.factory.js';
 
 /**
  * The stream's permessage-deflate settings on a real `ws` server and client, and what
@@ -43,20 +44,11 @@ async function pair(mode: WsCompression, release = true) {
   return { socket, client, extension };
 }
 
-/** A notification of the seed's shape, numbered. */
+/** A pushed notification of the usual shape, numbered (the same text for the same number). */
 const message = (index: number) =>
-  JSON.stringify({
-    correlationId: `3f1e2d4c-5b6a-4789-9abc-${String(index).padStart(12, '0')}`,
-    productName: 'RouteAdvice',
-    origin: 'RouteConfigurationService',
-    status: 'New',
-    statusTimestamp: '2026-11-21T08:30:00.123Z',
-    deliverables: [{ productType: 'pdf' }, { productType: 'rtz' }],
-    customerReferenceId: 'CUST-REF-42',
-    routeCalculationScheduleId: '0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d',
-    warnings: ['Image 3 of the PDF could not be generated'],
-    creationDate: '2026-11-21T08:29:59.987Z',
-  });
+  JSON.stringify(
+    pushedMessage(validNotification('recipient', { correlationId: `3f1e2d4c-5b6a-4789-9abc-${String(index).padStart(12, '0')}`, routeCalculationScheduleId: '0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d' })),
+  );
 
 /** Sends `texts` at once from `from`; resolves once every send callback ran. */
 const sendAll = (from: WebSocket, texts: string[]) =>
