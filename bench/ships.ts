@@ -559,7 +559,7 @@ function reportBytes(runs: Record<string, Ingredients>[]) {
   for (const row of allDays.at(-1)!) {
     const ratios = allDays.map((day) => day.find((other) => other.variant === row.variant && other.heartbeatS === row.heartbeatS)!.ratioToV1);
     const ratio = ratios.length > 1 ? `${median(ratios)!.toFixed(2)}× (${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)})` : `${row.ratioToV1.toFixed(2)}×`;
-    const target = row.variant === 'v2-deflate' ? `≤ ${TARGET_SHARE.toFixed(2)}×: ${row.ratioToV1 <= TARGET_SHARE ? 'met' : 'missed'}` : '';
+    const target = row.variant.startsWith('v2-deflate') ? `≤ ${TARGET_SHARE.toFixed(2)}×: ${row.ratioToV1 <= TARGET_SHARE ? 'met' : 'missed'}` : '';
     console.log(`| ${row.title} | ${row.heartbeatS} s | ${row.connections} | ${kb(row.notifications)} | ${kb(row.reconnects)} | ${kb(row.keepalive)} | ${kb(row.tokenLifetime)} | ${kb(row.total)} | ${ratio} | ${target} | ${row.ratioToSeed.toFixed(2)}× |`);
   }
 }

@@ -91,7 +91,11 @@ async function connect(): Promise<void> {
   }
   const v2 = options.protocol === 'v2';
   const resume = v2 && position.seq !== undefined ? `?${new URLSearchParams({ after: String(position.seq), epoch: position.epoch ?? '' })}` : '';
-  const socket = new WebSocket(`${streamUrl}${resume}`, v2 ? ['voyage.v2'] : [], { headers: { Authorization: `Bearer ${token}` } });
+  const socket = new WebSocket(`${streamUrl}${resume}`, v2 ? ['voyage.v2'] : [], {
+    headers: { Authorization: `Bearer ${token}` },
+    // Offers permessage-deflate, and compresses what it sends from 128 bytes (ws's default is 1 KiB): the token message, not an ack.
+    perMessageDeflate: { threshold: 128 },
+  });
   socket.on('open', () => log(v2 ? 'connected (protocol v2)' : 'connected'));
   socket.on('message', (data, isBinary) => {
     const text = isBinary ? `<${(data as Buffer).length} binary bytes>` : data.toString();

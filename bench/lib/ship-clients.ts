@@ -6,7 +6,8 @@
  *   offer none); ws answers the delivery ping with its pong, which confirms;
  * - `v2`, subprotocol voyage.v2: acks each notification as it arrives and knows where it is
  *   (`after`, `epoch`) for its next connection; permessage-deflate offered as ws offers it by
- *   default when `compress`;
+ *   default when `compress`, compressing what it sends from 128 bytes (ws's default is 1 KiB),
+ *   as the example subscriber does, so its hourly token message goes compressed;
  * - `sse`, an EventSource (the `eventsource` package, as examples/notification-subscriber.ts)
  *   sending `Accept-Encoding: gzip` when `compress` and `identity` otherwise, and Last-Event-ID
  *   when it resumes.
@@ -58,6 +59,9 @@ export interface ShipStream {
   close(): void;
 }
 
+/** What a ship's WebSocket client compresses of what it sends: the token message (about 560 bytes), not an ack. */
+const CLIENT_COMPRESSION_THRESHOLD_BYTES = 128;
+
 export function openShipStream(options: ShipStreamOptions): ShipStream {
   return options.transport === 'sse' ? openEventStream(options) : openWebSocket(options);
 }
@@ -67,7 +71,7 @@ function openWebSocket(options: ShipStreamOptions): ShipStream {
   const query = v2 && options.resume ? `?${new URLSearchParams({ after: String(options.resume.seq), epoch: options.resume.epoch ?? '' })}` : '';
   const socket = new WebSocket(`${options.base.replace(/^http/, 'ws')}${WS_PATH}${query}`, v2 ? ['voyage.v2'] : [], {
     headers: { Authorization: `Bearer ${options.token}` },
-    perMessageDeflate: options.compress,
+    perMessageDeflate: options.compress ? { threshold: CLIENT_COMPRESSION_THRESHOLD_BYTES } : false,
     ...(options.openTimeoutMs ? { handshakeTimeout: options.openTimeoutMs } : {}),
   });
   const position: { seq?: number; epoch?: string } = { ...options.resume };

@@ -221,7 +221,7 @@ export class Env {
   @Min(1) @Max(3600) @IsInt()
   WS_HEARTBEAT_INTERVAL: number = 30;
 
-  /** permessage-deflate on the stream, for clients that offer it: `on` (no context kept between messages), `off`, or `context-takeover` (fewer bytes, more memory per connection). */
+  /** permessage-deflate on the stream, for clients that offer it: `on` (no context kept between messages), `off`, or `context-takeover` (fewer bytes, 1 KiB of window per connection). */
   @IsIn(WS_COMPRESSION_MODES)
   WS_COMPRESSION: WsCompression = 'on';
 

@@ -10,7 +10,7 @@ import type { ResumePosition } from './delivery.service.js';
 import type { UpgradeDecision } from './stream-authorizer.js';
 import type { StreamToken } from './streams.service.js';
 import { PROTOCOL_V2 } from './websocket-streams.js';
-import { perMessageDeflateOptions, releaseZlibBetweenMessages, type WsCompression } from './stream-compression.js';
+import { perMessageDeflateOptions, boundCompressionMemory, type WsCompression } from './stream-compression.js';
 
 const CLOSE_HANDSHAKE_MS = 1_000;
 
@@ -68,7 +68,7 @@ export class NotificationWsAdapter extends WsAdapter {
     const wsServer = asksForWebSocket(request) ? this.webSocketServerAt(request.url) : undefined;
     if (!wsServer) return answerOverHttp(httpServer, request, socket);
     wsServer.handleUpgrade(request, socket, head, (ws: WebSocket) => {
-      releaseZlibBetweenMessages(ws);
+      boundCompressionMemory(ws);
       wsServer.emit('connection', ws, request);
     });
   }

@@ -14,10 +14,13 @@ import type { PerMessageDeflateOptions, WebSocket } from 'ws';
  * pool, and the stream is freed when its message is done; a client's message likewise. So an idle
  * connection holds no zlib state, and the process only those of the compressions under way.
  *
- * `WS_COMPRESSION=context-takeover`: the server keeps its context from message to message, unless
- * the client asks it not to; repeated fields then cost a few bytes (a notification of the seed's
- * shape goes from about 69 % of its size to about 16 %), but every connection that was sent a
- * message keeps its zlib stream: about 80 KiB each (measured), for as long as it is open.
+ * `WS_COMPRESSION=context-takeover`: the server's messages refer back to the ones before them,
+ * unless the client asks for none; repeated fields then cost a few bytes (a notification of the
+ * seed's shape goes from about 69 % of its size to about 16 %). What a context carries into the
+ * next message is only the window: the last 1 KiB the client inflated. So instead of a zlib stream
+ * per connection (about 80 KiB), each connection keeps that 1 KiB of text, and each message is
+ * compressed in place with it as zlib's preset dictionary: the client's inflater holds the same
+ * bytes in its window, so the references resolve there as if one stream had made them.
  *
  * `WS_COMPRESSION=off`: no extension is negotiated; frames go as they are.
  */
@@ -29,7 +32,8 @@ const PERMESSAGE_DEFLATE = 'permessage-deflate';
 
 /**
  * The server's LZ77 window: 1 KiB, which holds a notification of the seed's shape (about 450
- * bytes) and, with context takeover, the one before it, so a bigger window saves nothing on them.
+ * bytes) and, with context takeover, the one before it, so a bigger window saves nothing on them
+ * (and it is what a connection keeps with context takeover).
  * It bounds the client's inflate window too. A client that asks for a smaller one
  * (server_max_window_bits 8 or 9) is refused by ws with 400, so it must not ask.
  */
@@ -83,34 +87,21 @@ interface PerMessageDeflate {
 }
 
 /**
- * Makes each direction without context takeover keep no zlib state between messages: a small
+ * Makes each direction keep no zlib state between messages. Without context takeover, a small
  * message is compressed in place, any other one through ws's zlib stream, which is freed when its
- * message is done (the next one creates a new one). ws hands each socket's messages to its
- * extension one at a time (the sender queues the next until this one's callback, the receiver
- * reads no further meanwhile), so no other message is using the stream when it is freed. A socket
- * without the extension is left as it is.
+ * message is done (the next one creates a new one). With it, every message is compressed in place
+ * against the window the client holds. ws hands each socket's messages to its extension one at a
+ * time (the sender queues the next until this one's callback, the receiver reads no further
+ * meanwhile), so no other message is using the stream when it is freed, and the window is the
+ * client's when the next message is compressed. A socket without the extension is left as it is.
  */
-export function releaseZlibBetweenMessages(socket: WebSocket): void {
+export function boundCompressionMemory(socket: WebSocket): void {
   // Should a ws upgrade rename these private parts, ws's own behaviour stands (and the unit test fails), never a crash.
   const extension = (socket as unknown as { _extensions?: Record<string, PerMessageDeflate | undefined> })._extensions?.[PERMESSAGE_DEFLATE];
   if (!extension || typeof extension.compress !== 'function' || typeof extension.decompress !== 'function') return;
-  if (extension.params.server_no_context_takeover) {
-    const compress = extension.compress.bind(extension);
-    const windowBits = extension.params.server_max_window_bits ?? zlibConstants.Z_DEFAULT_WINDOWBITS;
-    /** A fragmented message's fragments share ws's stream up to its last one. */
-    let midMessage = false;
-    extension.compress = (data, fin, callback) => {
-      if (fin && !midMessage && Buffer.byteLength(data) <= IN_PLACE_MAX_BYTES) return callback(null, deflateAlone(data, windowBits));
-      midMessage = !fin;
-      compress(data, fin, (error, result) => {
-        if (fin) {
-          extension._deflate?.close();
-          extension._deflate = null;
-        }
-        callback(error, result);
-      });
-    };
-  }
+  const windowBits = extension.params.server_max_window_bits ?? zlibConstants.Z_DEFAULT_WINDOWBITS;
+  if (extension.params.server_no_context_takeover) compressEachAlone(extension, windowBits);
+  else compressAgainstWindow(extension, windowBits);
   if (extension.params.client_no_context_takeover) {
     const decompress = extension.decompress.bind(extension);
     extension.decompress = (data, fin, callback) =>
@@ -124,9 +115,49 @@ export function releaseZlibBetweenMessages(socket: WebSocket): void {
   }
 }
 
-/** One whole message compressed on its own, as ws's stream would (a sync flush), in one call. */
-function deflateAlone(data: Buffer | string, windowBits: number): Buffer {
-  const deflated = deflateRawSync(data, { windowBits, memLevel: MEM_LEVEL, chunkSize: ZLIB_CHUNK_BYTES, finishFlush: zlibConstants.Z_SYNC_FLUSH });
-  // The sync flush ends with an empty stored block (00 00 ff ff), which the sender removes (RFC 7692 §7.2.1).
+/** No context: small whole messages in place, the others through ws's stream, freed after each. */
+function compressEachAlone(extension: PerMessageDeflate, windowBits: number): void {
+  const compress = extension.compress.bind(extension);
+  /** A fragmented message's fragments share ws's stream up to its last one. */
+  let midMessage = false;
+  extension.compress = (data, fin, callback) => {
+    if (fin && !midMessage && Buffer.byteLength(data) <= IN_PLACE_MAX_BYTES) return callback(null, endMessage(deflateInPlace(data, windowBits)));
+    midMessage = !fin;
+    compress(data, fin, (error, result) => {
+      if (fin) {
+        extension._deflate?.close();
+        extension._deflate = null;
+      }
+      callback(error, result);
+    });
+  };
+}
+
+/**
+ * Context takeover with 1 KiB per connection: each message, or fragment, is compressed in place
+ * with the last window's worth of what went before as its dictionary. Only what went through
+ * compress enters the window: ws sends a message under the threshold as it is, and the client
+ * does not inflate it.
+ */
+function compressAgainstWindow(extension: PerMessageDeflate, windowBits: number): void {
+  const windowBytes = 1 << windowBits;
+  let window: Buffer | undefined;
+  extension.compress = (data, fin, callback) => {
+    const plain = typeof data === 'string' ? Buffer.from(data) : data;
+    const deflated = deflateInPlace(plain, windowBits, window);
+    const joined = window ? Buffer.concat([window, plain]) : plain;
+    // A copy, so the window never keeps a bigger message's buffer alive.
+    window = Buffer.from(joined.subarray(Math.max(0, joined.length - windowBytes)));
+    callback(null, fin ? endMessage(deflated) : deflated);
+  };
+}
+
+/** Compressed as ws's stream would (a sync flush), in one call; against `dictionary` when given. */
+function deflateInPlace(data: Buffer | string, windowBits: number, dictionary?: Buffer): Buffer {
+  return deflateRawSync(data, { windowBits, memLevel: MEM_LEVEL, chunkSize: ZLIB_CHUNK_BYTES, finishFlush: zlibConstants.Z_SYNC_FLUSH, ...(dictionary ? { dictionary } : {}) });
+}
+
+/** The sync flush ends with an empty stored block (00 00 ff ff), which the sender removes at a message's end (RFC 7692 §7.2.1). */
+function endMessage(deflated: Buffer): Buffer {
   return deflated.subarray(0, deflated.length - 4);
 }

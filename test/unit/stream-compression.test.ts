@@ -1,12 +1,12 @@
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket, { WebSocketServer } from 'ws';
-import { perMessageDeflateOptions, releaseZlibBetweenMessages, type WsCompression } from '../../src/notification/stream-compression.js';
+import { perMessageDeflateOptions, boundCompressionMemory, type WsCompression } from '../../src/notification/stream-compression.js';
 import { pushedMessage, validNotification } from '../factories/notification.factory.js';
 
 /**
  * The stream's permessage-deflate settings on a real `ws` server and client, and what
- * releaseZlibBetweenMessages relies on in ws (lib/permessage-deflate.js): ws keeps a socket's zlib
+ * boundCompressionMemory relies on in ws (lib/permessage-deflate.js): ws keeps a socket's zlib
  * streams after a message, under `_extensions['permessage-deflate']._deflate` and `._inflate`; with
  * the release they are gone after each message, and messages still arrive intact both ways. If ws
  * changes those internals, the tests of what plain ws keeps fail first.
@@ -31,7 +31,7 @@ async function pair(mode: WsCompression, release = true) {
   await new Promise((resolve) => server.once('listening', resolve));
   const accepted = new Promise<WebSocket>((resolve) =>
     server.once('connection', (socket) => {
-      if (release) releaseZlibBetweenMessages(socket);
+      if (release) boundCompressionMemory(socket);
       resolve(socket);
     }),
   );
@@ -155,17 +155,53 @@ describe('WS_COMPRESSION=on', () => {
 });
 
 describe('WS_COMPRESSION=context-takeover', () => {
-  it('keeps the server context (the zlib stream stays), frees the client one; messages intact', async () => {
-    const { socket, client, extension } = await pair('context-takeover');
-    const texts = Array.from({ length: 20 }, (_, index) => message(index));
-    const toClient = receive(client, texts.length);
-    await sendAll(socket, texts);
-    expect(await toClient).toEqual(texts);
+  it('plain ws keeps its zlib stream along the connection (what the window replaces)', async () => {
+    const { socket, client, extension } = await pair('context-takeover', false);
+    const toClient = receive(client, 1);
+    await sendAll(socket, [message(1)]);
+    await toClient;
     expect(extension._deflate).not.toBeNull();
+  });
+
+  it('keeps no zlib stream either way; messages arrive intact, and each after the first in a fraction of its bytes', async () => {
+    const { socket, client, extension } = await pair('context-takeover');
+    const wire = (client as unknown as { _socket: { bytesRead: number } })._socket;
+    const sizes: number[] = [];
+    for (let index = 0; index < 20; index++) {
+      const before = wire.bytesRead;
+      const received = receive(client, 1);
+      await sendAll(socket, [message(index)]);
+      expect(await received).toEqual([message(index)]);
+      sizes.push(wire.bytesRead - before);
+    }
+    expect(extension._deflate).toBeNull();
+    // Without the window every message costs what the first does (about 69 % of its size).
+    for (const size of sizes.slice(1)) expect(size).toBeLessThan(sizes[0]! / 3);
+    const texts = Array.from({ length: 20 }, (_, index) => message(index));
     const toServer = receive(socket, texts.length);
     await sendAll(client, texts);
     expect(await toServer).toEqual(texts);
     expect(extension._inflate).toBeNull();
+  });
+
+  it('keeps the window the client holds through bursts, short messages sent as they are, messages over 1 KiB and fragments', async () => {
+    const { socket, client, extension } = await pair('context-takeover');
+    const texts = Array.from({ length: 300 }, (_, index) =>
+      index % 4 === 1 ? `short ${index}` : index % 4 === 2 ? message(index).repeat(5) : message(index),
+    );
+    const received = receive(client, texts.length + 1);
+    await sendAll(socket, texts);
+    const fragments = [message(1), 'b'.repeat(500), message(2)];
+    await new Promise<void>((resolve, reject) =>
+      fragments.forEach((fragment, index) =>
+        socket.send(fragment, { fin: index === fragments.length - 1 }, (error) => (error ? reject(error) : index === fragments.length - 1 && resolve())),
+      ),
+    );
+    expect(await received).toEqual([...texts, fragments.join('')]);
+    const next = receive(client, 1);
+    await sendAll(socket, [message(3)]);
+    expect(await next).toEqual([message(3)]);
+    expect(extension._deflate).toBeNull();
   });
 });
 
