@@ -75,6 +75,7 @@ import { ANCHORS, anchorServer, loadOnCpu1, machine, ROOT, type RunningService, 
 import { FLEET_SERVER_SETTINGS, prepareCluster, startBareDatabase } from './lib/pg-cluster.js';
 import { ANCHOR_WS_AUTH, median, type PushFixtures, round, STREAM_PATH } from './lib/ws-common.js';
 import { clientToken, clientTokens, cloneClients, createPublisher, createSubscriber, insertBacklog } from './lib/ws-fixtures.js';
+import { LISTENER_NAME } from '../src/database/pg-listener.service.js';
 
 const { values } = parseArgs({
   options: {
@@ -647,8 +648,9 @@ function fleetRows(bySize: Record<number, RunResult[]>): Row[] {
       ours: [
         `${show(delivered, 0, '/s')} delivered; p99 ${show(p99, 1, ' ms')}; lost ${show(lost)}`,
         `CPU: node (all instances) ${show(nodeCpu, 0, '%')}, PostgreSQL ${show(pgCpu, 0, '%')} of a core`,
-        `PostgreSQL CPU: pools ${show(appCpu('voyage-connect'), 0, '%')}, listeners ${show(appCpu('voyage-connect-listener'), 0, '%')}, walwriter ${show(appCpu('walwriter'), 0, '%')}`,
+        `PostgreSQL CPU: pools ${show(appCpu('voyage-connect'), 0, '%')}, listeners ${show(appCpu(LISTENER_NAME), 0, '%')}, walwriter ${show(appCpu('walwriter'), 0, '%')}`,
         `PostgreSQL exec time: publish statements ${show(share('publish_share_pct'), 0, '%')}, delivery reads ${show(share('delivery_reads_share_pct'), 0, '%')}, BEGIN/COMMIT ${show(share('transaction_control_share_pct'), 0, '%')}`,
+        `NOTIFYs per publish transaction (each heard by every instance): ${show(share('notifies_per_transaction'), 2, '')} in ${show(share('publish_transactions_notifying'), 0, '')} transactions`,
       ].join('; '),
       anchor: '—',
       ratio: null,

@@ -2,7 +2,7 @@
  * Where a fleet's PostgreSQL spends its time during a measured window (scenario 8), read by the
  * load generator at the window's edges so it covers exactly the window:
  *  - CPU of every process under the postmaster, from /proc, grouped by pg_stat_activity's
- *    application_name ('voyage-connect' = the pools, 'voyage-connect-listener' = the LISTEN
+ *    application_name ('voyage-connect' = the pools, 'voyage-connect-listener-2' = the LISTEN
  *    connections) or, for server processes, its backend_type;
  *  - pg_stat_statements (reset at the start) grouped into the publish transaction's statements and
  *    the delivery reads its wake-ups cause;
@@ -100,13 +100,14 @@ export class PgStats {
        WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
          AND query NOT LIKE '%pg_stat_statements%' AND query NOT LIKE '%pg_stat_activity%'`,
     );
-    const groups: Record<string, { calls: number; total_exec_ms: number; share_pct?: number }> = {};
+    const groups: Record<string, { calls: number; rows: number; total_exec_ms: number; share_pct?: number }> = {};
     const others: { query: string; total_exec_ms: number }[] = [];
     let total = 0;
     for (const row of rows) {
       const name = STATEMENT_GROUPS.find(([, pattern]) => pattern.test(row.query))?.[0] ?? 'other';
-      groups[name] ??= { calls: 0, total_exec_ms: 0 };
+      groups[name] ??= { calls: 0, rows: 0, total_exec_ms: 0 };
       groups[name].calls += Number(row.calls);
+      groups[name].rows += Number(row.rows);
       groups[name].total_exec_ms += row.total_exec_time;
       total += row.total_exec_time;
       if (name === 'other') others.push({ query: row.query.replace(/\s+/g, ' ').slice(0, 120), total_exec_ms: round(row.total_exec_time, 1)! });
@@ -116,8 +117,12 @@ export class PgStats {
       group.share_pct = round((group.total_exec_ms / (total || 1)) * 100, 1)!;
       group.total_exec_ms = round(group.total_exec_ms, 1)!;
     }
+    // The wake-up statement runs once in each publish transaction that stored something, one row per NOTIFY it queues.
+    const wakes = groups[STATEMENT_GROUPS[0][0]];
     return {
       total_exec_ms: round(total, 1),
+      publish_transactions_notifying: wakes?.calls ?? 0,
+      notifies_per_transaction: wakes?.calls ? round(wakes.rows / wakes.calls, 2) : null,
       publish_share_pct: share('publish:'),
       delivery_reads_share_pct: share('delivery: reads'),
       transaction_control_share_pct: share('transaction control'),

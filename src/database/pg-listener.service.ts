@@ -10,6 +10,14 @@ const PROBE_TIMEOUT_MS = 5_000;
 type Handler = (payload: string) => void;
 
 /**
+ * The listening connection's application_name. The release that began waking instances once per
+ * transaction (src/notification/wake-ups.ts) added the -2, so instances can tell whether one of
+ * the previous release, which listened as PREVIOUS_RELEASE_LISTENER, is still running.
+ */
+export const LISTENER_NAME = 'voyage-connect-listener-2';
+export const PREVIOUS_RELEASE_LISTENER = 'voyage-connect-listener';
+
+/**
  * One dedicated PostgreSQL connection per process LISTENing on the channels features subscribe
  * to. NOTIFY only wakes: a notification sent while the connection was down is lost, so after
  * every reconnection the `onResume` hooks run and each feature re-reads what it caches.
@@ -58,7 +66,7 @@ export class PgListener implements OnApplicationBootstrap, OnApplicationShutdown
 
   private async connect(): Promise<void> {
     // keepAlive: a connection that dies without a reset (a vanished host) is noticed by the probe at the latest.
-    const client = new pg.Client({ connectionString: this.databaseUrl.value, application_name: 'voyage-connect-listener', keepAlive: true });
+    const client = new pg.Client({ connectionString: this.databaseUrl.value, application_name: LISTENER_NAME, keepAlive: true });
     this.client = client;
     client.on('notification', (message) => {
       for (const handler of this.handlers.get(message.channel) ?? []) handler(message.payload ?? '');

@@ -6,6 +6,7 @@ import { isDatabaseUnavailable } from '../database/database-unavailable.js';
 import { CursorBook, type CursorSave, type Progress } from './cursor-book.js';
 import { NotificationsRepository, type ReadAfter, type ResumeFacts, type ResumeFactsRequest, type StoredNotification } from './notifications.repository.js';
 import type { Outlet, ResetReason } from './outlet.js';
+import { wakeKey } from './wake-ups.js';
 
 /** How many stored notifications one read fetches for a recipient (replay and live alike). */
 const BATCH = 500;
@@ -41,6 +42,8 @@ export interface Subscriber extends Progress {
 
 interface Recipient {
   subscribers: Set<Subscriber>;
+  /** What a publish's wake-up calls it (wake-ups.ts). */
+  wakeKey: string;
   /** The running pump, and whether it must run once more because something arrived meanwhile. */
   pumping?: Promise<void>;
   again: boolean;
@@ -70,6 +73,8 @@ export interface ResumePosition {
 export class DeliveryService implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger(DeliveryService.name);
   private readonly recipients = new Map<string, Recipient>();
+  /** The recipients here by wake key: a transaction's wake-up names keys. */
+  private readonly recipientsByWakeKey = new Map<string, Set<string>>();
   private readonly cursors = new CursorBook();
   private flushTimer?: NodeJS.Timeout;
   private flushing?: Promise<void>;
@@ -142,9 +147,8 @@ export class DeliveryService implements OnModuleInit, OnApplicationShutdown {
     const subscriber: Subscriber = { clientId, outlet, sentSeq: startSeq, confirmedSeq: startSeq, awaiting: [], owesHold };
     outlet.begin({ epoch: facts?.epoch, reset });
     this.cursors.track(clientId, subscriber);
-    const recipient = this.recipients.get(clientId) ?? { subscribers: new Set(), again: false };
+    const recipient = this.recipients.get(clientId) ?? this.addRecipient(clientId);
     recipient.subscribers.add(subscriber);
-    this.recipients.set(clientId, recipient);
     this.wake(clientId);
     return subscriber;
   }
@@ -153,7 +157,24 @@ export class DeliveryService implements OnModuleInit, OnApplicationShutdown {
     this.cursors.closed(subscriber.clientId, subscriber);
     const recipient = this.recipients.get(subscriber.clientId);
     recipient?.subscribers.delete(subscriber);
-    if (recipient && recipient.subscribers.size === 0 && !recipient.pumping) this.recipients.delete(subscriber.clientId);
+    if (recipient && recipient.subscribers.size === 0 && !recipient.pumping) this.forget(subscriber.clientId, recipient);
+  }
+
+  private addRecipient(clientId: string): Recipient {
+    const recipient: Recipient = { subscribers: new Set(), wakeKey: wakeKey(clientId), again: false };
+    this.recipients.set(clientId, recipient);
+    const sharing = this.recipientsByWakeKey.get(recipient.wakeKey);
+    if (sharing) sharing.add(clientId);
+    else this.recipientsByWakeKey.set(recipient.wakeKey, new Set([clientId]));
+    return recipient;
+  }
+
+  private forget(clientId: string, recipient: Recipient): void {
+    if (this.recipients.get(clientId) !== recipient) return;
+    this.recipients.delete(clientId);
+    const sharing = this.recipientsByWakeKey.get(recipient.wakeKey);
+    sharing?.delete(clientId);
+    if (sharing?.size === 0) this.recipientsByWakeKey.delete(recipient.wakeKey);
   }
 
   /** Something may be new for this recipient (a publish, or a catch-up after a lost wake-up). */
@@ -176,8 +197,16 @@ export class DeliveryService implements OnModuleInit, OnApplicationShutdown {
         if (recipient.again) {
           recipient.again = false;
           this.wake(clientId);
-        } else if (recipient.subscribers.size === 0) this.recipients.delete(clientId);
+        } else if (recipient.subscribers.size === 0) this.forget(clientId, recipient);
       });
+  }
+
+  /** The recipients here that a transaction's wake-up names. */
+  wakeByKeys(keys: string[]): void {
+    for (const key of keys) {
+      const sharing = this.recipientsByWakeKey.get(key);
+      if (sharing) for (const clientId of sharing) this.wake(clientId);
+    }
   }
 
   /** Every recipient with a connection here: after the listener reconnects (or while it is down), nothing is assumed. */

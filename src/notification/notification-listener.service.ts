@@ -4,7 +4,7 @@ import { CLIENT_CHANGED_CHANNEL } from '../clients/clients.repository.js';
 import { PgListener } from '../database/pg-listener.service.js';
 import { HealthRegistry } from '../health/health-registry.js';
 import { DeliveryService } from './delivery.service.js';
-import { NOTIFICATION_CHANNEL } from './notifications.repository.js';
+import { PREVIOUS_RELEASE_CHANNEL, WAKE_CHANNEL, wakeKeysIn } from './wake-ups.js';
 
 /** Hooks for changes of a client elsewhere (CLI, other instances): the gateway closes a disabled client's streams. */
 export type ClientChangedHandler = (clientId: string) => void;
@@ -13,7 +13,7 @@ export type ClientChangedHandler = (clientId: string) => void;
 const POLL_WHILE_DEAF_MS = 1_000;
 
 /**
- * The stream's side of the shared LISTEN connection: a publish wakes the recipient's pump, a
+ * The stream's side of the shared LISTEN connection: a publish wakes its recipients' pumps, a
  * reconnection wakes every local recipient (a wake-up lost meanwhile costs nothing), and the
  * connection's state is a /health component. While it is down, local recipients are read on a
  * timer, so streams are late, never silent.
@@ -28,7 +28,9 @@ export class NotificationListener implements OnModuleInit, OnModuleDestroy {
     health: HealthRegistry,
     indicator: HealthIndicatorService,
   ) {
-    listener.on(NOTIFICATION_CHANNEL, (recipient) => delivery.wake(recipient));
+    listener.on(WAKE_CHANNEL, (payload) => delivery.wakeByKeys(wakeKeysIn(payload)));
+    // An instance of the previous release publishing (during a rolling upgrade) wakes recipient by recipient.
+    listener.on(PREVIOUS_RELEASE_CHANNEL, (recipient) => delivery.wake(recipient));
     listener.onResume(() => delivery.wakeAll());
     health.register('notification-listener', () => {
       const check = indicator.check('notification-listener');

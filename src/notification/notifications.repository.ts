@@ -5,9 +5,9 @@ import { Env } from '../config/env.js';
 import { databaseUnavailableReason } from '../database/database-unavailable.js';
 import { PreparedStatement } from '../database/prepared-statement.js';
 import type { CursorSave } from './cursor-book.js';
+import { PreviousReleaseListeners } from './previous-release-listeners.js';
+import { PREVIOUS_RELEASE_CHANNEL, WAKE_CHANNEL, wakePayloads } from './wake-ups.js';
 
-/** The channel that wakes every instance after a publish commits; its payload is the recipient. */
-export const NOTIFICATION_CHANNEL = 'vc_notification';
 /** First key of the per-recipient publish lock (the second is the recipient's hash); any constant unused elsewhere. */
 const PUBLISH_LOCK_CLASS = 7_042_002;
 /**
@@ -123,9 +123,9 @@ const TRY_LOCKS = new PreparedStatement<{ refused: string[] }>(
  * own opening time (see deliveryStarts). A row stored before is looked up (by the dedupe index,
  * and only when nothing was stored: coalesce evaluates no more than it needs) in the statement's
  * snapshot, which sees every earlier publish of the recipient: those commit before its lock is
- * released, and the lock was taken before this statement began.
+ * released, and the lock was taken before this statement began. (Exported for bench/load/notification-indexes.ts.)
  */
-const INSERT = new PreparedStatement<{ position: string; id: string | null; stored: boolean }>(
+export const INSERT = new PreparedStatement<{ position: string; id: string | null; stored: boolean }>(
   'publish-insert',
   `WITH n AS (
      SELECT *, row_number() OVER (PARTITION BY recipient, correlation_id, status ORDER BY position) = 1 AS first
@@ -149,7 +149,8 @@ const INSERT = new PreparedStatement<{ position: string; id: string | null; stor
    ORDER BY n.position`,
 );
 
-const WAKE = new PreparedStatement('publish-wake', `SELECT pg_notify('${NOTIFICATION_CHANNEL}', recipient) FROM unnest($1::text[]) AS recipient`);
+/** The transaction's wake-ups (wake-ups.ts), each a channel and its payload. */
+const WAKE = new PreparedStatement('publish-wake', `SELECT pg_notify(channel, payload) FROM unnest($1::text[], $2::text[]) AS w (channel, payload)`);
 
 const RECIPIENT_BUSY: InsertOutcome = { recipientBusy: true };
 const ABANDONED: InsertOutcome = { abandoned: true };
@@ -159,13 +160,17 @@ const UNKNOWN_RECIPIENT: InsertOutcome = { unknownRecipient: true };
 export class NotificationsRepository {
   private readonly lockTimeoutMs: number;
 
-  constructor(@InjectDataSource() private readonly dataSource: DataSource, env: Env) {
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    env: Env,
+    private readonly previousRelease: PreviousReleaseListeners,
+  ) {
     this.lockTimeoutMs = env.DATABASE_LOCK_TIMEOUT_MS;
   }
 
   /**
-   * Stores notifications in one transaction and wakes the instances once per recipient (NOTIFY
-   * is delivered at commit). Each is stored once per (recipient, correlation id, status): a
+   * Stores notifications in one transaction and wakes the instances once for it (NOTIFY is
+   * delivered at commit). Each is stored once per (recipient, correlation id, status): a
    * repeated publish gets the stored id, unless the stored row has expired, in which case it is
    * stored anew (new id, new seq) and delivered again. Results are in the order of `batch`.
    *
@@ -247,9 +252,20 @@ export class NotificationsRepository {
         outcomes[index] = id === null ? UNKNOWN_RECIPIENT : { id, stored };
         if (stored) woken.add(batch[index].recipient);
       }
-      if (woken.size > 0) await WAKE.runIn(manager, [[...woken]]);
+      if (woken.size > 0) await this.wake(manager, woken);
       return outcomes as InsertOutcome[];
     });
+  }
+
+  /** Wakes every instance once for the transaction, and once per recipient those of the previous release. */
+  private async wake(manager: EntityManager, recipients: Set<string>): Promise<void> {
+    const payloads = wakePayloads(recipients);
+    const channels = payloads.map(() => WAKE_CHANNEL);
+    if (this.previousRelease.present) {
+      payloads.push(...recipients);
+      channels.push(...Array.from(recipients, () => PREVIOUS_RELEASE_CHANNEL));
+    }
+    await WAKE.runIn(manager, [channels, payloads]);
   }
 
   /**

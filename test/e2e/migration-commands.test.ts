@@ -21,9 +21,10 @@ const tables = async (url: string) =>
 
 const hasColumn = async (url: string, table: string, column: string) =>
   (await query(url, `SELECT 1 FROM information_schema.columns WHERE table_name = $1 AND column_name = $2`, [table, column])).length === 1;
-/** The last migration adds what a resuming stream needs (the epoch, the expiries); the one before it, a client's own heartbeat. */
-const hasLast = (url: string) => hasColumn(url, 'notification_expiries', 'expired_through_seq');
-const hasOneBeforeLast = (url: string) => hasColumn(url, 'clients', 'heartbeat_interval');
+const hasIndex = async (url: string, name: string) => (await query(url, `SELECT 1 FROM pg_indexes WHERE indexname = $1`, [name])).length === 1;
+/** The last migration drops the unique index on a notification's id; the one before it adds what a resuming stream needs. */
+const hasLast = async (url: string) => !(await hasIndex(url, 'notifications_id_key'));
+const hasOneBeforeLast = (url: string) => hasColumn(url, 'notification_expiries', 'expired_through_seq');
 
 describe('the migration commands of the README', () => {
   let url: string;
