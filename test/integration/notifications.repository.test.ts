@@ -5,7 +5,7 @@ import { Env } from '../../src/config/env.js';
 import { dataSourceOptions, runMigrations } from '../../src/database/data-source.js';
 import { databaseUnavailableReason } from '../../src/database/database-unavailable.js';
 import { type InsertOutcome, type NewNotification, NotificationsRepository } from '../../src/notification/notifications.repository.js';
-import { PreviousReleaseListeners } from '../../src/notification/previous-release-listeners.js';
+import type { PreviousReleaseListeners } from '../../src/notification/previous-release-listeners.js';
 import { createTestDatabase, query } from '../setup/database.js';
 
 /** The service's per-recipient publish lock: pg_advisory_xact_lock(7042002, hashtext(recipient)). */
@@ -24,7 +24,9 @@ describe('NotificationsRepository.insertBatch', () => {
     const env = Object.assign(new Env(), { DATABASE_LOCK_TIMEOUT_MS: LIMITS.lockTimeoutMs });
     for (let index = 0; index < 2; index++) dataSources.push(await new DataSource(await dataSourceOptions(url, 6, LIMITS)).initialize());
     await runMigrations(dataSources[0]);
-    instances = dataSources.map((dataSource) => new NotificationsRepository(dataSource, env, new PreviousReleaseListeners(dataSource)));
+    // A fleet of this release only: one wake-up per transaction.
+    const noPreviousRelease = { present: false } as PreviousReleaseListeners;
+    instances = dataSources.map((dataSource) => new NotificationsRepository(dataSource, env, noPreviousRelease));
     for (const id of RECIPIENTS) await query(url, `INSERT INTO clients (id, name, grants, secret_hash) VALUES ($1, $1, '{}', '\\x00')`, [id]);
   });
   afterAll(async () => {
