@@ -125,7 +125,7 @@ const TRY_LOCKS = new PreparedStatement<{ refused: string[] }>(
  * snapshot, which sees every earlier publish of the recipient: those commit before its lock is
  * released, and the lock was taken before this statement began. (Exported for bench/load/notification-indexes.ts.)
  */
-export const INSERT = new PreparedStatement<{ position: string; id: string | null; stored: boolean }>(
+export const PUBLISH_INSERT = new PreparedStatement<{ position: string; id: string | null; stored: boolean }>(
   'publish-insert',
   `WITH n AS (
      SELECT *, row_number() OVER (PARTITION BY recipient, correlation_id, status ORDER BY position) = 1 AS first
@@ -238,7 +238,7 @@ export class NotificationsRepository {
       const positions = outcomes.flatMap((outcome, index) => (outcome === undefined ? [index] : []));
       if (positions.length === 0) return outcomes as InsertOutcome[];
       const proposed = positions.map((index) => batch[index]);
-      const results = await INSERT.runIn(manager, [
+      const results = await PUBLISH_INSERT.runIn(manager, [
         proposed.map((notification) => notification.recipient),
         proposed.map((notification) => notification.correlationId),
         proposed.map((notification) => notification.status),
