@@ -54,6 +54,14 @@ const message = (index: number) =>
 const sendAll = (from: WebSocket, texts: string[]) =>
   Promise.all(texts.map((text) => new Promise<void>((resolve, reject) => from.send(text, (error) => (error ? reject(error) : resolve())))));
 
+/** Sends one message in `fragments` (fin on the last); resolves once the last one's send callback ran. */
+const sendFragments = (from: WebSocket, fragments: string[]) =>
+  new Promise<void>((resolve, reject) =>
+    fragments.forEach((fragment, index) =>
+      from.send(fragment, { fin: index === fragments.length - 1 }, (error) => (error ? reject(error) : index === fragments.length - 1 && resolve())),
+    ),
+  );
+
 /** Resolves with the next `count` text messages `to` receives. */
 const receive = (to: WebSocket, count: number) =>
   new Promise<string[]>((resolve) => {
@@ -116,11 +124,7 @@ describe('WS_COMPRESSION=on', () => {
     const { socket, client, extension } = await pair('on');
     const fragments = ['a'.repeat(3000), 'b'.repeat(500), 'c'.repeat(200)];
     const received = receive(client, 1);
-    await new Promise<void>((resolve, reject) =>
-      fragments.forEach((fragment, index) =>
-        socket.send(fragment, { fin: index === fragments.length - 1 }, (error) => (error ? reject(error) : index === fragments.length - 1 && resolve())),
-      ),
-    );
+    await sendFragments(socket, fragments);
     expect(await received).toEqual([fragments.join('')]);
     expect(extension._deflate).toBeNull();
     // And the next whole message is compressed in place again.
@@ -192,11 +196,7 @@ describe('WS_COMPRESSION=context-takeover', () => {
     const received = receive(client, texts.length + 1);
     await sendAll(socket, texts);
     const fragments = [message(1), 'b'.repeat(500), message(2)];
-    await new Promise<void>((resolve, reject) =>
-      fragments.forEach((fragment, index) =>
-        socket.send(fragment, { fin: index === fragments.length - 1 }, (error) => (error ? reject(error) : index === fragments.length - 1 && resolve())),
-      ),
-    );
+    await sendFragments(socket, fragments);
     expect(await received).toEqual([...texts, fragments.join('')]);
     const next = receive(client, 1);
     await sendAll(socket, [message(3)]);
