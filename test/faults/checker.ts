@@ -68,7 +68,7 @@ function countDelivery(publications: Publication[], arrivals: Arrival[], recipie
   // `publications` lists each recipient's publishes in the order they were made (and answered).
   const accepted = publications.filter((publication) => publication.acceptedAt !== undefined);
 
-  const lostKeys = accepted.filter((publication) => !mailbox.has(publication.recipient, publication.key)).map((publication) => publication.key);
+  const lost = accepted.filter((publication) => !mailbox.has(publication.recipient, publication.key));
 
   let duplicates = 0;
   let misdelivered = 0;
@@ -104,13 +104,25 @@ function countDelivery(publications: Publication[], arrivals: Arrival[], recipie
 
   return {
     accepted: accepted.length,
-    delivered: accepted.length - lostKeys.length,
-    lost: lostKeys.length,
-    lostKeys: lostKeys.slice(0, 20),
+    delivered: accepted.length - lost.length,
+    lost: lost.length,
+    lostKeys: lost.slice(0, 20).map((publication) => describeLost(publication, accepted, mailbox)),
     duplicates,
     misdelivered,
     outOfOrder,
   };
+}
+
+/**
+ * "key (to recipient, accepted at 14:02:03.412, its 31st of 45; a later one arrived)": whether the
+ * recipient's stream moved past it (an ordering fault) or stopped before it (a missed wake-up).
+ */
+function describeLost(publication: Publication, accepted: Publication[], mailbox: Mailbox): string {
+  const ofRecipient = accepted.filter((other) => other.recipient === publication.recipient);
+  const position = ofRecipient.indexOf(publication);
+  const laterArrived = ofRecipient.slice(position + 1).some((later) => mailbox.has(later.recipient, later.key));
+  const acceptedAt = new Date(publication.acceptedAt!).toISOString().slice(11, 23);
+  return `${publication.key} (to ${publication.recipient}, accepted at ${acceptedAt}, its ${position + 1} of ${ofRecipient.length}; ${laterArrived ? 'a later one arrived' : 'none later arrived'})`;
 }
 
 /** Waits (bounded) until every accepted publication has reached its recipient. */

@@ -170,6 +170,8 @@ export class World {
     const publications = () => [...run.publisher.publications, ...run.probes.publications];
     await waitForDelivery(publications, this.mailbox, 60_000);
     await run.probes.stop();
+    // A publish probe under way when they stop is answered meanwhile: its notification is on its way too.
+    await waitForDelivery(publications, this.mailbox, 60_000);
     const report = summarise({
       scenario,
       scale: this.scale.name,
