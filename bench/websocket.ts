@@ -638,6 +638,9 @@ function fleetRows(bySize: Record<number, RunResult[]>): Row[] {
     const delivered = figure(runs, (run) => run.delivered_msgs_per_s);
     const p99 = figure(runs, (run) => run.latency_ms?.p99);
     const lost = figure(runs, (run) => run.lost);
+    // A fleet whose requests wait longer keeps the generator's --push-inflight slots full: it is then sent less than offered.
+    const sent = figure(runs, (run) => run.publish_rate_achieved);
+    const refused = figure(runs, (run) => run.element_outcomes?.refused);
     const nodeCpu = figure(runs, (run) => run.servers_cpu_pct_of_core);
     const pgCpu = figure(runs, (run) => run.database?.pg_cpu_pct_of_core);
     const share = (key: string) => figure(runs, (run) => run.database?.statements?.[key]);
@@ -647,6 +650,7 @@ function fleetRows(bySize: Record<number, RunResult[]>): Row[] {
       scenario: `8 fleet of ${instances} on one PostgreSQL, batch publish (${settings.batchSize}/request) at ${settings.fleetRate.toLocaleString('en')}/s offered, ${settings.pushConns.toLocaleString('en')} conns, all on CPU 0`,
       ours: [
         `${show(delivered, 0, '/s')} delivered; p99 ${show(p99, 1, ' ms')}; lost ${show(lost)}`,
+        `sent ${show(sent, 0, '/s')} of the offered (the rest held back by ${settings.pushInflight} requests in flight), ${show(refused)} elements refused`,
         `CPU: node (all instances) ${show(nodeCpu, 0, '%')}, PostgreSQL ${show(pgCpu, 0, '%')} of a core`,
         `PostgreSQL CPU: pools ${show(appCpu('voyage-connect'), 0, '%')}, listeners ${show(appCpu(LISTENER_NAME), 0, '%')}, walwriter ${show(appCpu('walwriter'), 0, '%')}`,
         `PostgreSQL exec time: publish statements ${show(share('publish_share_pct'), 0, '%')}, delivery reads ${show(share('delivery_reads_share_pct'), 0, '%')}, BEGIN/COMMIT ${show(share('transaction_control_share_pct'), 0, '%')}`,
