@@ -20,7 +20,7 @@ import { parseArgs } from 'node:util';
 import { DataSource } from 'typeorm';
 import { Env } from '../../src/config/env.js';
 import { dataSourceOptions, runMigrations } from '../../src/database/data-source.js';
-import { PUBLISH_INSERT, type NewNotification, NotificationsRepository } from '../../src/notification/notifications.repository.js';
+import { PUBLISH_INSERT, type NewNotification, NotificationsRepository, publishInsertParameters } from '../../src/notification/notifications.repository.js';
 import type { PreviousReleaseListeners } from '../../src/notification/previous-release-listeners.js';
 import { FLEET_SERVER_SETTINGS, startBareDatabase } from '../lib/pg-cluster.js';
 import { median, round } from '../lib/ws-common.js';
@@ -131,14 +131,7 @@ async function explainInsert(dataSource: DataSource, notifications: NewNotificat
   await runner.connect();
   try {
     await runner.startTransaction();
-    const plan: { 'QUERY PLAN': string }[] = await runner.query(`EXPLAIN (ANALYZE, BUFFERS, WAL) ${PUBLISH_INSERT.text}`, [
-      notifications.map((n) => n.recipient),
-      notifications.map((n) => n.correlationId),
-      notifications.map((n) => n.status),
-      notifications.map((n) => n.payload),
-      notifications.map((n) => n.publishedBy),
-      notifications.map((n) => n.retentionSeconds),
-    ]);
+    const plan: { 'QUERY PLAN': string }[] = await runner.query(`EXPLAIN (ANALYZE, BUFFERS, WAL) ${PUBLISH_INSERT.text}`, publishInsertParameters(notifications));
     return plan.map((line) => line['QUERY PLAN']).join('\n');
   } finally {
     await runner.rollbackTransaction().catch(() => {});

@@ -123,7 +123,7 @@ const TRY_LOCKS = new PreparedStatement<{ refused: string[] }>(
  * own opening time (see deliveryStarts). A row stored before is looked up (by the dedupe index,
  * and only when nothing was stored: coalesce evaluates no more than it needs) in the statement's
  * snapshot, which sees every earlier publish of the recipient: those commit before its lock is
- * released, and the lock was taken before this statement began. (Exported for bench/load/notification-indexes.ts.)
+ * released, and the lock was taken before this statement began. (Exported, with publishInsertParameters, for bench/load/notification-indexes.ts.)
  */
 export const PUBLISH_INSERT = new PreparedStatement<{ position: string; id: string | null; stored: boolean }>(
   'publish-insert',
@@ -148,6 +148,18 @@ export const PUBLISH_INSERT = new PreparedStatement<{ position: string; id: stri
    FROM n LEFT JOIN inserted i USING (recipient, correlation_id, status)
    ORDER BY n.position`,
 );
+
+/** PUBLISH_INSERT's parameters: one array per column, in the order of `notifications`. */
+export function publishInsertParameters(notifications: NewNotification[]): unknown[] {
+  return [
+    notifications.map((notification) => notification.recipient),
+    notifications.map((notification) => notification.correlationId),
+    notifications.map((notification) => notification.status),
+    notifications.map((notification) => notification.payload),
+    notifications.map((notification) => notification.publishedBy),
+    notifications.map((notification) => notification.retentionSeconds),
+  ];
+}
 
 /** The transaction's wake-ups (wake-ups.ts), each a channel and its payload. */
 const WAKE = new PreparedStatement('publish-wake', `SELECT pg_notify(channel, payload) FROM unnest($1::text[], $2::text[]) AS w (channel, payload)`);
@@ -238,14 +250,7 @@ export class NotificationsRepository {
       const positions = outcomes.flatMap((outcome, index) => (outcome === undefined ? [index] : []));
       if (positions.length === 0) return outcomes as InsertOutcome[];
       const proposed = positions.map((index) => batch[index]);
-      const results = await PUBLISH_INSERT.runIn(manager, [
-        proposed.map((notification) => notification.recipient),
-        proposed.map((notification) => notification.correlationId),
-        proposed.map((notification) => notification.status),
-        proposed.map((notification) => notification.payload),
-        proposed.map((notification) => notification.publishedBy),
-        proposed.map((notification) => notification.retentionSeconds),
-      ]);
+      const results = await PUBLISH_INSERT.runIn(manager, publishInsertParameters(proposed));
       const woken = new Set<string>();
       for (const { position, id, stored } of results) {
         const index = positions[Number(position) - 1];
