@@ -9,7 +9,8 @@ export interface DeliveryCount {
   delivered: number;
   /** Answered 202 and never received (must be 0). */
   lost: number;
-  lostKeys: string[];
+  /** The first 20 lost, each described: key, recipient, when accepted, its place among the recipient's, whether a later one arrived. */
+  lostExamples: string[];
   /** Messages a subscriber got again (same key, same subscriber): allowed (at-least-once) where its kind allows repeats, counted. */
   duplicates: number;
   /** Messages that reached a client they were not published to (must be 0). */
@@ -106,7 +107,7 @@ function countDelivery(publications: Publication[], arrivals: Arrival[], recipie
     accepted: accepted.length,
     delivered: accepted.length - lost.length,
     lost: lost.length,
-    lostKeys: lost.slice(0, 20).map((publication) => describeLost(publication, accepted, mailbox)),
+    lostExamples: lost.slice(0, 20).map((publication) => describeLost(publication, accepted, mailbox)),
     duplicates,
     misdelivered,
     outOfOrder,

@@ -13,12 +13,12 @@ import { type Attempt, latency, type Route, succeeded } from './requests.js';
 export function expectDeliveryGuarantee(report: ScenarioReport) {
   expect.soft(report.publishes.refused, 'publishes refused with a 4xx').toBe(0);
   expect.soft(report.publishes.givenUp, 'publishes never accepted').toBe(0);
-  expect.soft(report.delivery.lost, `lost notifications, e.g. ${report.delivery.lostKeys.slice(0, 3).join(', ')}`).toBe(0);
+  expect.soft(report.delivery.lost, `lost notifications, e.g. ${report.delivery.lostExamples.slice(0, 3).join(', ')}`).toBe(0);
   expect.soft(report.delivery.outOfOrder, 'recipients whose notifications arrived out of publish order').toEqual([]);
   expect.soft(report.delivery.misdelivered, 'notifications delivered to another client').toBe(0);
   expect.soft(report.extra['unreadable messages'], 'stream messages that were not notifications').toBe(0);
   for (const kind of report.delivery.byKind) {
-    expect.soft(kind.lost, `${kind.kind}: lost notifications, e.g. ${kind.lostKeys.slice(0, 3).join(', ')}`).toBe(0);
+    expect.soft(kind.lost, `${kind.kind}: lost notifications, e.g. ${kind.lostExamples.slice(0, 3).join(', ')}`).toBe(0);
     expect.soft(kind.outOfOrder, `${kind.kind}: recipients whose notifications arrived out of publish order`).toEqual([]);
     expect.soft(kind.misdelivered, `${kind.kind}: notifications delivered to another client`).toBe(0);
     expect.soft(kind.resets, `${kind.kind}: resets (history said to be incomplete)`).toBe(0);
