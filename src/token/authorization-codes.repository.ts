@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { DataSource, EntityManager } from 'typeorm';
 import { notifiedIdPayloadSql } from '../database/notified-id-set.js';
 import { PreparedStatement } from '../database/prepared-statement.js';
+import { type IdTokenFacts, idTokenFactsSql } from './id-tokens.js';
 import { issuableUserCte, issuedAfterStampSql } from './revocations.js';
 
 export interface AuthorizationCodeRow {
@@ -83,7 +84,10 @@ export interface Denial {
 /** NOTIFY channel announcing a state whose code now waits for its polling device (a NotifiedIdSet). */
 export const STATE_APPROVED_CHANNEL = 'vc_state_approved';
 
-const REDEEM = new PreparedStatement<{ user_id: string; request: CodeRequest | null }>(
+/** A redeemed code: its request, and what the grant's ID token says, read in the redeeming statement. */
+export type RedeemedCode = Omit<IdTokenFacts, 'alg'> & { request: CodeRequest | null };
+
+const REDEEM = new PreparedStatement<RedeemedCode>(
   'redeem-authorization-code',
   `WITH ${issuableUserCte('(SELECT user_id FROM authorization_codes WHERE code_hash = $1)')},
    redeemed AS (
@@ -103,7 +107,7 @@ const REDEEM = new PreparedStatement<{ user_id: string; request: CodeRequest | n
      FROM redeemed RETURNING id),
    first_refresh AS (
      INSERT INTO refresh_tokens (token_hash, grant_id, client_id, expires_at) SELECT $7, id, $2, now() + make_interval(secs => $8) FROM granted)
-   SELECT user_id, request FROM redeemed`,
+   SELECT r.user_id, r.request, ${idTokenFactsSql('COALESCE(r.auth_time, r.issued_at)', 'r.sid')} FROM redeemed r JOIN portal_users u ON u.id = r.user_id`,
 );
 
 /** Approved sign-ins (`authorizations`) and the codes issued for them (`authorization_codes`). */
@@ -218,7 +222,8 @@ export class AuthorizationCodesRepository {
   /**
    * The usual exchange in one statement (one round trip, its own transaction): consumes an
    * unused, unexpired code of this client whose PKCE challenge and redirect URL match, and
-   * creates its grant and first refresh token. False when any of that does not hold, or when a
+   * creates its grant and first refresh token, reading what the grant's ID token says (so a
+   * failure to read it spends nothing). Undefined when any of that does not hold, or when a
    * concurrent exchange consumed it first; the caller then works out why under a lock.
    */
   async redeem(
@@ -235,7 +240,7 @@ export class AuthorizationCodesRepository {
       refreshTokenHash: Buffer;
       refreshTokenLifetimeSeconds: number;
     },
-  ): Promise<{ user_id: string; request: CodeRequest | null } | undefined> {
+  ): Promise<RedeemedCode | undefined> {
     const [row] = await REDEEM.run(dataSource, [
       redemption.codeHash,
       redemption.clientId,

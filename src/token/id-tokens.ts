@@ -27,18 +27,17 @@ export class IdTokens {
     private readonly env: Env,
   ) {}
 
-  /** `reader`: the issuing transaction when the grant is not committed yet. */
+  /**
+   * `facts`: what the statement that issued the grant's tokens read for its ID token (no read
+   * here); else they are read, through `reader` (the issuing transaction) when the grant is not
+   * committed yet.
+   */
   async issue(
     grant: { grantId: string; clientId: string; scope: string | null },
     accessToken: string,
-    options: { nonce?: string; signing?: JwtSigning; reader?: EntityManager } = {},
+    options: { nonce?: string; signing?: JwtSigning; reader?: EntityManager; facts?: IdTokenFacts } = {},
   ): Promise<string> {
-    const [row]: (ClaimsSourceRow & { user_id: string; auth_time: Date; sid: string | null; alg: IdTokenAlg })[] = await (options.reader ?? this.dataSource).query(
-      `SELECT g.user_id, COALESCE(g.auth_time, g.created_at) AS auth_time, g.sid, c.id_token_signed_response_alg AS alg,
-              u.username, u.upstream_issuer, u.profile, u.profile_updated_at
-       FROM grants g JOIN portal_users u ON u.id = g.user_id JOIN clients c ON c.id = g.client_id WHERE g.id = $1`,
-      [grant.grantId],
-    );
+    const row = options.facts ?? (await this.read(grant.grantId, options.reader ?? this.dataSource.manager));
     const user: ClaimsSource = { username: row.username, upstreamIssuer: row.upstream_issuer, profile: row.profile, profileUpdatedAt: row.profile_updated_at };
     // The client's algorithm (RS256 unless registered otherwise); a caller that prepared signing prepared it too.
     const signing = options.signing ?? (await this.signer.prepare([row.alg]));
@@ -56,7 +55,31 @@ export class IdTokens {
       { typ: ID_TOKEN_TYP, expiresInSeconds: USER_ACCESS_TOKEN_TTL, alg: row.alg },
     );
   }
+
+  private async read(grantId: string, reader: EntityManager): Promise<IdTokenFacts> {
+    const [row]: IdTokenFacts[] = await reader.query(
+      `SELECT g.user_id, c.id_token_signed_response_alg AS alg, ${idTokenFactsSql('COALESCE(g.auth_time, g.created_at)', 'g.sid')}
+       FROM grants g JOIN portal_users u ON u.id = g.user_id JOIN clients c ON c.id = g.client_id WHERE g.id = $1`,
+      [grantId],
+    );
+    return row;
+  }
 }
+
+/**
+ * What an ID token says of its grant's sign-in and user. A statement that spends a credential
+ * (a code, a refresh token) returns it with the grant, so no read is left for after the commit.
+ */
+export interface IdTokenFacts extends ClaimsSourceRow {
+  user_id: string;
+  alg: IdTokenAlg;
+  auth_time: Date;
+  sid: string | null;
+}
+
+/** The columns of IdTokenFacts but `user_id` and `alg`: the sign-in's time and sid as given, the user's as `u`. */
+export const idTokenFactsSql = (authTimeSql: string, sidSql: string) =>
+  `${authTimeSql} AS auth_time, ${sidSql} AS sid, u.username, u.upstream_issuer, u.profile, u.profile_updated_at`;
 
 interface ClaimsSourceRow {
   username: string;

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { DataSource, EntityManager } from 'typeorm';
 import { PreparedStatement } from '../database/prepared-statement.js';
+import { type IdTokenFacts, idTokenFactsSql } from './id-tokens.js';
 import { currentScopeSql, issuedAfterStampSql } from './revocations.js';
 import type { GrantFlow } from './user-token-issuer.js';
 
@@ -31,13 +32,15 @@ const COLUMNS = 'r.grant_id, r.client_id, g.user_id, g.scope, g.flow, r.expires_
 /**
  * The issuing statement of a refresh (revocations.ts): the grant's row locked shared, so a
  * revocation of the grant committed meanwhile (every sign-out revokes the grants it ends) is
- * seen; the user is checked too, and the new tokens carry the client's current scopes only. A
- * brokered grant due for a re-check at its provider is left to the caller's slow path.
+ * seen; the user is checked too, and the new tokens carry the client's current scopes only. What
+ * the ID token says is read here too: a failure to read it retires nothing. A brokered grant due
+ * for a re-check at its provider is left to the caller's slow path.
  */
-const ROTATE = new PreparedStatement<Pick<RefreshTokenRow, 'grant_id' | 'user_id' | 'scope' | 'flow'>>(
+const ROTATE = new PreparedStatement<RotatedRefreshToken>(
   'rotate-refresh-token',
   `WITH live_grant AS (
-     SELECT g.id, g.user_id, g.scope, g.flow FROM grants g JOIN portal_users u ON u.id = g.user_id
+     SELECT g.id, g.user_id, g.scope, g.flow, ${idTokenFactsSql('COALESCE(g.auth_time, g.created_at)', 'g.sid')}
+     FROM grants g JOIN portal_users u ON u.id = g.user_id
      WHERE g.id = (SELECT grant_id FROM refresh_tokens WHERE token_hash = $1) AND g.revoked_at IS NULL
        AND u.disabled_at IS NULL AND ${issuedAfterStampSql('g.created_at')}
        AND NOT EXISTS (SELECT 1 FROM upstream_sessions s WHERE s.id = g.upstream_session_id AND s.checked_at <= now() - make_interval(secs => $5))
@@ -46,11 +49,14 @@ const ROTATE = new PreparedStatement<Pick<RefreshTokenRow, 'grant_id' | 'user_id
      UPDATE refresh_tokens r SET rotated_at = now()
      FROM live_grant g
      WHERE r.token_hash = $1 AND r.client_id = $2 AND r.rotated_at IS NULL AND r.expires_at > now() AND g.id = r.grant_id
-     RETURNING r.grant_id, g.user_id, ${currentScopeSql('g.scope', '$2')} AS scope, g.flow),
+     RETURNING r.grant_id, g.user_id, ${currentScopeSql('g.scope', '$2')} AS scope, g.flow, g.auth_time, g.sid, g.username, g.upstream_issuer, g.profile, g.profile_updated_at),
    successor AS (
      INSERT INTO refresh_tokens (token_hash, grant_id, client_id, expires_at) SELECT $3, grant_id, $2, now() + make_interval(secs => $4) FROM rotated)
-   SELECT grant_id, user_id, scope, flow FROM rotated`,
+   SELECT * FROM rotated`,
 );
+
+/** A rotated token's grant, and what its ID token says, read in the rotating statement. */
+export type RotatedRefreshToken = Pick<RefreshTokenRow, 'grant_id' | 'user_id' | 'scope' | 'flow'> & Omit<IdTokenFacts, 'alg' | 'user_id'>;
 
 @Injectable()
 export class RefreshTokensRepository {
@@ -90,7 +96,7 @@ export class RefreshTokensRepository {
   async rotate(
     dataSource: DataSource,
     rotation: { tokenHash: Buffer; clientId: string; successorHash: Buffer; successorLifetimeSeconds: number; recheckIntervalSeconds: number },
-  ): Promise<Pick<RefreshTokenRow, 'grant_id' | 'user_id' | 'scope' | 'flow'> | undefined> {
+  ): Promise<RotatedRefreshToken | undefined> {
     const [row] = await ROTATE.run(dataSource, [rotation.tokenHash, rotation.clientId, rotation.successorHash, rotation.successorLifetimeSeconds, rotation.recheckIntervalSeconds]);
     return row;
   }

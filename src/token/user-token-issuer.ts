@@ -5,7 +5,7 @@ import { Env, USER_ACCESS_TOKEN_TTL } from '../config/env.js';
 import type { ClientEntity } from '../clients/client.entity.js';
 import { type JwtSigning, JwtSigner } from '../keys/jwt-signer.service.js';
 import { AccessTokens } from './access-tokens.service.js';
-import { IdTokens, wantsIdToken } from './id-tokens.js';
+import { type IdTokenFacts, IdTokens, wantsIdToken } from './id-tokens.js';
 import { RefreshTokensRepository } from './refresh-tokens.repository.js';
 
 /**
@@ -63,10 +63,10 @@ export class UserTokenIssuer {
 
   /** Stores a new refresh token inside the caller's transaction (unless told not to) and answers with the tokens. */
   async issue(manager: EntityManager, grant: UserGrant, { withRefreshToken = true } = {}): Promise<UserTokenResponse> {
-    if (!withRefreshToken) return this.respond(grant, undefined, undefined, manager);
+    if (!withRefreshToken) return this.respond(grant, { reader: manager });
     const refreshToken = this.newRefreshToken();
     await this.refreshTokens.insert(manager, { tokenHash: refreshToken.hash, grantId: grant.grantId, clientId: grant.clientId, lifetimeSeconds: refreshToken.lifetimeSeconds });
-    return this.respond(grant, refreshToken, undefined, manager);
+    return this.respond(grant, { refreshToken, reader: manager });
   }
 
   /** The signing key for `respond`, fetched before the caller commits (see JwtSigner.prepare). */
@@ -76,14 +76,16 @@ export class UserTokenIssuer {
 
   /**
    * The response for a refresh token already stored (or none): signs the access token, and the ID
-   * token when the scope asks for one (`reader`: the transaction the grant is not committed out of yet).
+   * token when the scope asks for one, from `facts` read by the statement that spent the
+   * credential (nothing is read then), else read through `reader` (the transaction the grant is
+   * not committed out of yet).
    */
-  async respond(grant: UserGrant, refreshToken?: NewRefreshToken, signing?: JwtSigning, reader?: EntityManager): Promise<UserTokenResponse> {
+  async respond(grant: UserGrant, { refreshToken, signing, facts, reader }: { refreshToken?: NewRefreshToken; signing?: JwtSigning; facts?: IdTokenFacts; reader?: EntityManager }): Promise<UserTokenResponse> {
     const accessToken = await this.accessTokens.issue(
       { subject: grant.userId, clientId: grant.clientId, scope: grant.scope, grantId: grant.grantId, lifetimeSeconds: USER_ACCESS_TOKEN_TTL },
       signing,
     );
-    const idToken = wantsIdToken(grant.scope) ? await this.idTokens.issue(grant, accessToken, { nonce: grant.nonce, signing, reader }) : undefined;
+    const idToken = wantsIdToken(grant.scope) ? await this.idTokens.issue(grant, accessToken, { nonce: grant.nonce, signing, facts, reader }) : undefined;
     return {
       access_token: accessToken,
       expires_in: USER_ACCESS_TOKEN_TTL,

@@ -6,8 +6,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ClientsService } from '../../src/clients/clients.service.js';
 import { createClient, createUser, type TestClient } from '../factories/oauth.factory.js';
 import { issueState } from '../factories/state.factory.js';
-import { exchangeCode, LOOPBACK_PATTERN, userId } from '../factories/token-flow.factory.js';
+import { exchangeCode, LOOPBACK_PATTERN, refresh, userId } from '../factories/token-flow.factory.js';
 import { signIn } from '../setup/browserless-login.js';
+import { query } from '../setup/database.js';
 import { FormBrowser } from '../setup/form-browser.js';
 import { startTestApp, type TestApp } from '../setup/test-app.js';
 
@@ -142,5 +143,30 @@ describe('ID tokens', () => {
     expect(poll.status).toBe(200);
     const viaPolling = await idToken(((await poll.json()) as { code: string }).code);
     expect(viaPolling).toMatchObject({ sub: signedIn.sub, auth_time: signedIn.auth_time, sid: signedIn.sid });
+  });
+  it('spends neither the code nor the refresh token when what the ID token says cannot be read: the 500 leaves them usable, and the retry gets its tokens', async () => {
+    const user = await createUser(app);
+    const link = await issueState(app, client.id, { redirect_url: REDIRECT });
+    const code = new URL((await signIn(link.authorize_url, user)).headers.get('location')!).searchParams.get('code')!;
+    /** Runs `request` while the user's profile, which the ID token's claims come from, cannot be read. */
+    const withProfileUnreadable = async <T>(request: () => Promise<T>): Promise<T> => {
+      await query(app.databaseUrl, 'ALTER TABLE portal_users RENAME COLUMN profile TO profile_unreadable');
+      try {
+        return await request();
+      } finally {
+        await query(app.databaseUrl, 'ALTER TABLE portal_users RENAME COLUMN profile_unreadable TO profile');
+      }
+    };
+    const failed = { status: 500, body: { error: 'server_error' } };
+
+    expect(await withProfileUnreadable(() => exchangeCode(app, client, code, { scope: 'openid' }))).toMatchObject(failed);
+    const exchanged = await exchangeCode(app, client, code, { scope: 'openid' });
+    expect(exchanged).toMatchObject({ status: 200, body: { scope: 'openid', id_token: expect.any(String) } });
+
+    const refreshToken = String(exchanged.body.refresh_token);
+    expect(await withProfileUnreadable(() => refresh(app, client, refreshToken))).toMatchObject(failed);
+    const refreshed = await refresh(app, client, refreshToken);
+    expect(refreshed).toMatchObject({ status: 200, body: { scope: 'openid', id_token: expect.any(String) } });
+    expect(refreshed.body.refresh_token).not.toBe(refreshToken);
   });
 });

@@ -48,7 +48,8 @@ export class AuthorizationCodeGrant implements GrantHandler<UserTokenResponse | 
     if (verifier === undefined ? !pkceRequired : isVerifier(verifier)) {
       const grantId = randomUUID();
       const refreshToken = this.tokens.newRefreshToken();
-      // Whatever can fail is done before the code is spent: a failure here leaves it redeemable.
+      // Whatever can fail is done before the code is spent, or in the statement that spends it (the
+      // ID token's facts): a failure leaves it redeemable.
       const signing = await this.tokens.signing(client);
       const redeemed = await deadline.commit(() => this.codes.redeem(this.dataSource, {
         codeHash,
@@ -60,7 +61,10 @@ export class AuthorizationCodeGrant implements GrantHandler<UserTokenResponse | 
         refreshTokenHash: refreshToken.hash,
         refreshTokenLifetimeSeconds: refreshToken.lifetimeSeconds,
       }));
-      if (redeemed) return this.tokens.respond({ grantId, clientId: client.id, userId: redeemed.user_id, ...granted(redeemed.request, grantScope), nonce: redeemed.request?.nonce }, refreshToken, signing);
+      if (redeemed) {
+        const grant = { grantId, clientId: client.id, userId: redeemed.user_id, ...granted(redeemed.request, grantScope), nonce: redeemed.request?.nonce };
+        return this.tokens.respond(grant, { refreshToken, signing, facts: { ...redeemed, alg: client.idTokenSignedResponseAlg } });
+      }
       // Not one of the service's own: perhaps a relayed sign-in's, which hands over the provider's tokens.
       const relayed = await deadline.commit(() =>
         this.relay.redeem({ codeHash, clientId: client.id, challenge: verifier === undefined ? null : s256Challenge(verifier), redirectUri: redirectUri ?? null }),

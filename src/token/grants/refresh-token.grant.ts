@@ -70,7 +70,8 @@ export class RefreshTokenGrant implements GrantHandler<UserTokenResponse | Relay
     const requestedScope = parseScope(params.get('scope'));
     if (!requestedScope) {
       const successor = this.tokens.newRefreshToken();
-      // Whatever can fail is done before the token is retired: a failure here leaves it usable.
+      // Whatever can fail is done before the token is retired, or in the statement that retires it
+      // (the ID token's facts): a failure leaves it usable.
       const signing = await this.tokens.signing(client);
       const rotated = await deadline.commit(() =>
         this.refreshTokens.rotate(this.dataSource, {
@@ -82,7 +83,8 @@ export class RefreshTokenGrant implements GrantHandler<UserTokenResponse | Relay
         }),
       );
       if (rotated) {
-        return this.tokens.respond({ grantId: rotated.grant_id, clientId: client.id, userId: rotated.user_id, scope: rotated.scope, flow: rotated.flow }, successor, signing);
+        const grant = { grantId: rotated.grant_id, clientId: client.id, userId: rotated.user_id, scope: rotated.scope, flow: rotated.flow };
+        return this.tokens.respond(grant, { refreshToken: successor, signing, facts: { ...rotated, alg: client.idTokenSignedResponseAlg } });
       }
     }
     // A relayed refresh token is the provider's: forwarded there with the service's credentials.
