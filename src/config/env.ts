@@ -169,7 +169,11 @@ export class Env {
   @Min(0) @Max(60) @IsInt()
   REFRESH_REUSE_GRACE: number = 0;
 
-  /** Milliseconds each call to an upstream identity provider (discovery, keys, token, revocation) may take. */
+  /**
+   * Milliseconds each call to an upstream identity provider (discovery, keys, token, revocation) may
+   * take; less than REQUEST_TIMEOUT_MS, which bounds them together (unset: 5000, or half of a
+   * shorter REQUEST_TIMEOUT_MS).
+   */
   @Min(100) @Max(60000) @IsInt()
   IDP_HTTP_TIMEOUT_MS: number = 5000;
 
@@ -393,11 +397,29 @@ export function loadEnv(source: Record<string, string | undefined>): Env {
   if (notAddress !== undefined) {
     problems.push(`Invalid configuration: METRICS_ALLOWED_CIDRS: ${notAddress} (got ${JSON.stringify(env.METRICS_ALLOWED_CIDRS)})`);
   }
+  const providerTimeoutProblem = fitProviderTimeout(env, raw.IDP_HTTP_TIMEOUT_MS !== undefined);
+  if (providerTimeoutProblem !== undefined) problems.push(providerTimeoutProblem);
   if (env.APP_ENV === 'production' && env.KEYS_ENCRYPTION_KEY === undefined) {
     problems.push('Invalid configuration: KEYS_ENCRYPTION_KEY must be set with APP_ENV=production (private signing keys are encrypted at rest with it)');
   }
   if (problems.length > 0) throw new InvalidConfigError(problems);
   return env;
+}
+
+/**
+ * A call to an identity provider is made while a request waits, and stops at that request's
+ * deadline: a provider timeout as long as REQUEST_TIMEOUT_MS could never be waited out, so it is
+ * refused when set, and the default shrinks to half a shorter deadline.
+ */
+function fitProviderTimeout(env: Env, set: boolean): string | undefined {
+  const [provider, request] = [env.IDP_HTTP_TIMEOUT_MS, env.REQUEST_TIMEOUT_MS];
+  if (!Number.isInteger(provider) || !Number.isInteger(request)) return undefined; // refused above already
+  if (!set) {
+    env.IDP_HTTP_TIMEOUT_MS = Math.min(provider, Math.floor(request / 2));
+    return undefined;
+  }
+  if (provider < request) return undefined;
+  return `Invalid configuration: IDP_HTTP_TIMEOUT_MS (${provider}) must be less than REQUEST_TIMEOUT_MS (${request}): a call to an identity provider is part of a request, which is answered 503 at REQUEST_TIMEOUT_MS`;
 }
 
 function metricsAllowListProblem(value: string | undefined): string | undefined {

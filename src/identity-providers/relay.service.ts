@@ -3,6 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, EntityManager } from 'typeorm';
 import * as oidc from 'openid-client';
 import { randomToken, sha256 } from '../common/crypto/opaque-token.js';
+import type { AnswerDeadline } from '../common/http/request-deadlines.js';
 import { Env, USER_ACCESS_TOKEN_TTL } from '../config/env.js';
 import { invalidGrant, OAuthError } from '../token/oauth-error.js';
 import type { IdentityProviderEntity } from './identity-provider.entity.js';
@@ -102,9 +103,16 @@ export class RelayService {
    * is not a relayed one (the caller goes on with its own). Another client's: invalid_grant. The
    * token is leased for the provider call, so a concurrent refresh with it is told to try again
    * (503) rather than forwarded too: a rotating provider would spend it on one and refuse the
-   * other, and that refusal would end the session the first one renewed.
+   * other, and that refusal would end the session the first one renewed. The request's deadline
+   * is held from the lease to the settling: the provider is asked only until the deadline, and
+   * a token it rotated is recorded only for this answer, never behind a 503 (the old one then
+   * stays usable here).
    */
-  async refresh(refreshToken: string, clientId: string): Promise<RelayedTokenResponse | undefined> {
+  refresh(refreshToken: string, clientId: string, deadline: AnswerDeadline): Promise<RelayedTokenResponse | undefined> {
+    return deadline.commit(() => this.forwardRefresh(refreshToken, clientId, deadline));
+  }
+
+  private async forwardRefresh(refreshToken: string, clientId: string, deadline: AnswerDeadline): Promise<RelayedTokenResponse | undefined> {
     const hash = sha256(refreshToken);
     const leased = await this.relayed.leaseRefresh(hash, clientId, this.upstream.callLeaseSeconds);
     if (leased === undefined) return undefined;
@@ -114,7 +122,7 @@ export class RelayService {
     try {
       const provider = await this.registry.find(leased.provider);
       if (!provider) throw invalidGrant('the identity provider of this refresh token is no longer registered');
-      tokens = await this.upstream.call(provider, (configuration) => oidc.refreshTokenGrant(configuration, refreshToken));
+      tokens = await this.upstream.call(provider, (configuration) => oidc.refreshTokenGrant(configuration, refreshToken), deadline.signal());
     } catch (error) {
       if (error instanceof UpstreamFailure && error.kind === 'refused' && error.error === 'invalid_grant') {
         await this.relayed.forget(this.dataSource.manager, hash);

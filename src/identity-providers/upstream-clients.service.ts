@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { Injectable } from '@nestjs/common';
 import * as oidc from 'openid-client';
 import { Env } from '../config/env.js';
@@ -23,8 +24,9 @@ interface CachedConfiguration {
 /**
  * The service as a relying party (openid-client 6) to each registered provider: one
  * Configuration per provider, its discovery document cached for an hour and its JWKS cached by
- * openid-client (refetched on an unknown `kid`, one request at a time). Every call is bounded by
- * IDP_HTTP_TIMEOUT_MS and ID tokens are checked within IDP_CLOCK_TOLERANCE.
+ * openid-client (refetched on an unknown `kid`, one request at a time). Every request to a
+ * provider is bounded by IDP_HTTP_TIMEOUT_MS, and a call by the deadline of the request it serves;
+ * ID tokens are checked within IDP_CLOCK_TOLERANCE.
  */
 @Injectable()
 export class UpstreamClients {
@@ -79,11 +81,16 @@ export class UpstreamClients {
     return Math.ceil((3 * this.env.IDP_HTTP_TIMEOUT_MS) / 1000) + 1;
   }
 
-  /** Runs one call to the provider, its failures said as UpstreamFailure. */
-  async call<T>(provider: IdentityProviderEntity, action: (configuration: oidc.Configuration) => Promise<T>): Promise<T> {
-    const configuration = await this.configuration(provider);
+  /**
+   * Runs one call to the provider, its failures said as UpstreamFailure. `within` (a request's
+   * deadline) bounds it as a whole, the wait for a discovery under way included: its requests
+   * are aborted then, and it fails as `unreachable`.
+   */
+  async call<T>(provider: IdentityProviderEntity, action: (configuration: oidc.Configuration) => Promise<T>, within?: AbortSignal): Promise<T> {
     try {
-      return await action(configuration);
+      // A discovery is shared by every caller (and cached): only this caller stops waiting for it.
+      const configuration = await untilAborted(this.configuration(provider), within);
+      return await callDeadline.run(within, () => action(configuration));
     } catch (error) {
       throw UpstreamFailure.from(error);
     }
@@ -93,7 +100,8 @@ export class UpstreamClients {
     const url = new URL(issuer);
     const insecure = url.protocol === 'http:' && isLoopback(url);
     const timeoutMs = this.env.IDP_HTTP_TIMEOUT_MS;
-    const boundedFetch: oidc.CustomFetch = (input, init) => fetch(input, { ...init, signal: AbortSignal.any([init.signal, AbortSignal.timeout(timeoutMs)].filter(Boolean) as AbortSignal[]) });
+    const boundedFetch: oidc.CustomFetch = (input, init) =>
+      fetch(input, { ...init, signal: AbortSignal.any([init.signal, AbortSignal.timeout(timeoutMs), callDeadline.getStore()].filter(Boolean) as AbortSignal[]) });
     const options: oidc.DiscoveryRequestOptions = {
       execute: insecure ? [oidc.allowInsecureRequests] : [],
       timeout: Math.ceil(timeoutMs / 1000),
@@ -119,6 +127,20 @@ export class UpstreamClients {
     oidc.enableNonRepudiationChecks(configuration);
     return configuration;
   }
+}
+
+/** The deadline of the call() a provider request is made for (set around its action only). */
+const callDeadline = new AsyncLocalStorage<AbortSignal | undefined>();
+
+/** `promise`, or its signal's abort reason once that comes first. */
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return promise;
+  if (signal.aborted) return Promise.reject(signal.reason as Error);
+  return new Promise<T>((resolve, reject) => {
+    const abort = () => reject(signal.reason as Error);
+    signal.addEventListener('abort', abort, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', abort));
+  });
 }
 
 /** client_secret_basic unless the provider says it only takes client_secret_post (RFC 8414 §2: basic is the default). */

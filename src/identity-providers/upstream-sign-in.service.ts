@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import * as oidc from 'openid-client';
 import { sha256 } from '../common/crypto/opaque-token.js';
+import type { AnswerDeadline } from '../common/http/request-deadlines.js';
 import { Env } from '../config/env.js';
 import type { IdentityProviderEntity } from './identity-provider.entity.js';
 import { IdentityProvidersService } from './identity-providers.service.js';
@@ -73,8 +74,8 @@ export class UpstreamSignIn {
     }).href;
   }
 
-  /** The provider's answer at GET /sso/callback/NAME (`query` as received). */
-  async finish(name: string, query: URLSearchParams, browser: string | undefined): Promise<CallbackResult> {
+  /** The provider's answer at GET /sso/callback/NAME (`query` as received); the provider is asked until `deadline.signal()` aborts. */
+  async finish(name: string, query: URLSearchParams, browser: string | undefined, deadline: AnswerDeadline): Promise<CallbackResult> {
     const provider = await this.registry.find(name);
     if (!provider) return { outcome: 'refused', reason: 'unknown_provider' };
     const state = query.get('state');
@@ -100,7 +101,7 @@ export class UpstreamSignIn {
         // Only a brokered user keeps a profile: a relayed sign-in needs no userinfo round trip.
         const profile = provider.mode === 'broker' ? await profileClaims(configuration, tokens) : {};
         return { tokens, claims: { ...profile, ...tokens.claims()! } };
-      });
+      }, deadline.signal());
       return { outcome: 'signed-in', provider, purpose, identity, stateHash };
     } catch (error) {
       if (error instanceof UpstreamFailure) return { outcome: 'failed', provider, purpose, failure: error };

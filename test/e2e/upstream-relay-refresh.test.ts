@@ -6,20 +6,26 @@ import { HousekeepingService } from '../../src/token/housekeeping.service.js';
 import type { TestClient } from '../factories/oauth.factory.js';
 import { issueState } from '../factories/state.factory.js';
 import { credentials, postForm, storedHash } from '../factories/token-flow.factory.js';
-import { confirmSignIn } from '../factories/upstream.factory.js';
+import { confirmSignIn, heading, holdCallback } from '../factories/upstream.factory.js';
 import { launchChromium } from '../setup/chromium.js';
 import { query } from '../setup/database.js';
 import { startTestApp, type TestApp } from '../setup/test-app.js';
 import { signInAtUpstream, startUpstreamProvider, type UpstreamProvider } from '../setup/upstream/upstream-provider.js';
 
-// Relay mode's refreshes one at a time, and a relayed code presented twice, with a real provider
-// that rotates its refresh tokens (oidc-provider in its own process; pause() holds its answers).
+// Relay mode's refreshes one at a time, a relayed code presented twice, and work with the provider
+// inside the request's deadline, with a real provider that rotates its refresh tokens
+// (oidc-provider in its own process; pause() holds its answers, delay() slows them).
 
 const KEK = 'd'.repeat(64);
 const UPSTREAM_SECRET = 'relay-refresh-secret-321';
 const ALICE = { sub: 'alice-sub', preferred_username: 'alice', password: 'rabbit-hole' };
 /** Room for a held refresh to be answered after resume(), and short enough to wait out once. */
 const IDP_HTTP_TIMEOUT_MS = 2000;
+/** Longer than one call to the provider may take, shorter than two slow ones in a row. */
+const REQUEST_TIMEOUT_MS = 2500;
+/** A slow provider's answer to each request: within IDP_HTTP_TIMEOUT_MS, but two of them outlast the deadline. */
+const SLOW_MS = 1600;
+const DISCOVERY = '/.well-known/openid-configuration';
 const BUSY = 'another refresh with this refresh token is waiting for its identity provider: try again shortly';
 const UNREACHABLE = 'the identity provider could not be reached: try again shortly';
 
@@ -49,6 +55,19 @@ describe('relayed refreshes one at a time, and a relayed code presented twice', 
   const leased = async (refreshToken: string) =>
     (await query<{ leased: boolean }>(app.databaseUrl, 'SELECT coalesce(refreshing_until > now(), false) AS leased FROM relayed_tokens WHERE token_hash = $1', [storedHash(refreshToken)]))[0]?.leased;
 
+  /** As after idp:update: the service discovers the provider again at its next call, so that call asks it twice. */
+  const rediscover = () => query(app.databaseUrl, "UPDATE identity_providers SET updated_at = now() WHERE name = 'corp'");
+  /** Runs `work` while the provider's discovery and token endpoint each answer after SLOW_MS. */
+  async function whileSlow<T>(work: () => Promise<T>): Promise<T> {
+    await rediscover();
+    await upstream.delay({ [DISCOVERY]: SLOW_MS, '/token': SLOW_MS });
+    try {
+      return await work();
+    } finally {
+      await upstream.delay({});
+    }
+  }
+
   /** A polling helper device signed in through the provider: its relayed code. */
   async function relayedCode(): Promise<string> {
     const config = await issueState(app, owner.id);
@@ -73,7 +92,12 @@ describe('relayed refreshes one at a time, and a relayed code presented twice', 
   }
 
   beforeAll(async () => {
-    app = await startTestApp({ KEYS_ENCRYPTION_KEY: KEK, CODE_POLL_MIN_INTERVAL: '0', IDP_HTTP_TIMEOUT_MS: String(IDP_HTTP_TIMEOUT_MS) });
+    app = await startTestApp({
+      KEYS_ENCRYPTION_KEY: KEK,
+      CODE_POLL_MIN_INTERVAL: '0',
+      IDP_HTTP_TIMEOUT_MS: String(IDP_HTTP_TIMEOUT_MS),
+      REQUEST_TIMEOUT_MS: String(REQUEST_TIMEOUT_MS),
+    });
     [upstream, browser] = await Promise.all([
       startUpstreamProvider({
         accounts: [ALICE],
@@ -177,5 +201,41 @@ describe('relayed refreshes one at a time, and a relayed code presented twice', 
     expect(refreshed.status).toBe(200);
     expect((await token({ grant_type: 'authorization_code', code })).body).toMatchObject({ error: 'invalid_grant', error_description: 'the authorization code is invalid' });
     expect((await refresh((refreshed.body as Body).refresh_token as string)).status).toBe(200);
+  });
+  it('answers 503 at the deadline to a relayed refresh the provider would answer only after it, leaving the refresh token as it was: the retry with it succeeds', async () => {
+    const tokens = await relayedTokens();
+    const late = await whileSlow(() => refresh(tokens.refresh_token));
+    expect(late).toMatchObject({ status: 503, body: { error: 'temporarily_unavailable' } });
+    expect(late.headers.get('retry-after')).toBe('1');
+    // Whatever that refresh did has ended: its lease is not held any more.
+    await expect.poll(() => leased(tokens.refresh_token), { timeout: 3 * IDP_HTTP_TIMEOUT_MS + 2000, interval: 50 }).not.toBe(true);
+
+    const retry = await refresh(tokens.refresh_token);
+    expect(retry.status).toBe(200);
+    const next = retry.body as Tokens;
+    expect(next.refresh_token).not.toBe(tokens.refresh_token);
+    expect((await refresh(next.refresh_token)).status).toBe(200);
+  });
+
+  it('answers the "could not be reached" page at the deadline when the provider would answer the callback only after it, signing nothing in; the sign-in started again succeeds', async () => {
+    const config = await issueState(app, owner.id);
+    const context = await browser.newContext({ javaScriptEnabled: false });
+    context.setDefaultTimeout(10_000);
+    try {
+      const page = await context.newPage();
+      const { url } = await holdCallback(app, page, config.authorize_url, { username: ALICE.preferred_username, password: ALICE.password });
+      const logged = app.logs.length;
+      const response = await whileSlow(() => page.goto(url, { timeout: 8_000 }));
+      expect(response!.status()).toBe(503);
+      expect(await response!.headerValue('retry-after')).toBe('5');
+      expect(await heading(page)).toBe('Corp SSO is unavailable');
+      expect(await page.locator('main p').textContent()).toBe('Corp SSO could not be reached to finish the sign-in. Start the sign-in again from your device.');
+      // The callback's work ended with its answer: the sign-in failed, and nothing of it was signed in or held for a Continue.
+      const outcomes = app.logs.slice(logged).filter((line) => String(line.event).startsWith('upstream.'));
+      expect(outcomes).toEqual([expect.objectContaining({ event: 'upstream.failed', reason: 'unreachable', provider: 'corp' })]);
+    } finally {
+      await context.close();
+    }
+    expect((await relayedTokens()).refresh_token).toEqual(expect.any(String));
   });
 });

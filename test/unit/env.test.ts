@@ -67,6 +67,16 @@ describe('loadEnv', () => {
     }
   });
 
+  it('refuses an IDP_HTTP_TIMEOUT_MS not shorter than REQUEST_TIMEOUT_MS in one line, and shrinks its default to half a shorter REQUEST_TIMEOUT_MS', () => {
+    expect(() => loadEnv({ IDP_HTTP_TIMEOUT_MS: '20000' })).toThrow(
+      /^Invalid configuration: IDP_HTTP_TIMEOUT_MS \(20000\) must be less than REQUEST_TIMEOUT_MS \(10000\): a call to an identity provider is part of a request, which is answered 503 at REQUEST_TIMEOUT_MS$/,
+    );
+    expect(() => loadEnv({ IDP_HTTP_TIMEOUT_MS: '3000', REQUEST_TIMEOUT_MS: '3000' })).toThrow(/IDP_HTTP_TIMEOUT_MS \(3000\) must be less than REQUEST_TIMEOUT_MS \(3000\)/);
+    expect(loadEnv({ IDP_HTTP_TIMEOUT_MS: '2999', REQUEST_TIMEOUT_MS: '3000' }).IDP_HTTP_TIMEOUT_MS).toBe(2999);
+    expect(loadEnv({}).IDP_HTTP_TIMEOUT_MS).toBe(5000);
+    expect(loadEnv({ REQUEST_TIMEOUT_MS: '3000' }).IDP_HTTP_TIMEOUT_MS).toBe(1500);
+  });
+
   it('requires TLS certificate and key together', () => {
     expect(() => loadEnv({ TLS_CERT_FILE: 'cert.pem' })).toThrow(/TLS_CERT_FILE and TLS_KEY_FILE/);
   });

@@ -10,13 +10,19 @@ export interface AnswerDeadline {
    * rotated refresh token) with the deadline held off, so the 503 that invites a retry never
    * comes after such a commit; once the 503 was sent, `work` is not started. The hold is bounded
    * by the database's own timeouts (connection, statement, lock), which end `work` with a 503 of
-   * their own, before anything committed.
+   * their own, before anything committed, and by `signal()` for what `work` asks of anything else.
    */
   commit<T>(work: () => Promise<T>): Promise<T>;
+  /**
+   * Aborts when the request's time is up (undefined: no deadline). A call to another server (an
+   * identity provider) that `commit` holds stops then, so its work ends inside the deadline or is
+   * given up before anything of it is committed.
+   */
+  signal(): AbortSignal | undefined;
 }
 
 /** For work outside a request with a deadline (the CLI, a test of a service). */
-export const NO_DEADLINE: AnswerDeadline = { commit: (work) => work() };
+export const NO_DEADLINE: AnswerDeadline = { commit: (work) => work(), signal: () => undefined };
 
 const DEADLINE = Symbol('voyage.deadline');
 
@@ -43,8 +49,10 @@ export function answerLateRequests(fastify: FastifyInstance, timeoutMs: number):
   const openSince = new Map<FastifyReply, number>();
   const committing = new Set<FastifyReply>();
   fastify.addHook('onRequest', (request, reply, done) => {
-    openSince.set(reply, performance.now());
+    const since = performance.now();
+    openSince.set(reply, since);
     (request as unknown as Record<symbol, AnswerDeadline>)[DEADLINE] = {
+      signal: () => AbortSignal.timeout(Math.max(0, Math.ceil(since + timeoutMs - performance.now()))),
       async commit(work) {
         if (reply.sent) throw new RequestDeadlineError(timeoutMs);
         committing.add(reply);

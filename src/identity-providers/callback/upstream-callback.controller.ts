@@ -4,6 +4,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { RETRY_AFTER_HEADER } from '../../common/errors/api-error-response.decorator.js';
 import { ApiHtmlResponse } from '../../common/html/api-html-response.decorator.js';
 import { newCsrfToken, sendHtmlPage, sendPlainPage } from '../../common/html/html-reply.js';
+import { type AnswerDeadline, Deadline } from '../../common/http/request-deadlines.js';
 import { requesterOf } from '../../common/http/requester.js';
 import { sendDevicePage } from '../../device-flow/device-verification.controller.js';
 import { browserBinding } from '../upstream-browser.js';
@@ -24,14 +25,14 @@ export class UpstreamCallbackController {
   @ApiHtmlResponse(200, '"Continue to CLIENT?" (the helper link: nothing reaches the device before its Continue, posted to /sso/authorize), the device approval form, or "Sign-in cancelled"')
   @ApiHtmlResponse(400, 'error page saying what failed: an unknown provider, a state not started here, already used, expired or from another browser, or a check of the answer (ID token signature, iss, aud, azp, exp, iat, nonce, RFC 9207 iss)')
   @ApiHtmlResponse(403, 'error page: the brokered user has been disabled here')
-  @ApiHtmlResponse(503, 'error page: the provider could not be reached in IDP_HTTP_TIMEOUT_MS or answered 5xx; JSON `{message, correlationId}` when the database is away or busy', {
+  @ApiHtmlResponse(503, 'error page: the provider could not be reached in IDP_HTTP_TIMEOUT_MS (nor before REQUEST_TIMEOUT_MS) or answered 5xx; JSON `{message, correlationId}` when the database is away or busy', {
     headers: RETRY_AFTER_HEADER,
     orJsonError: true,
   })
-  async finish(@Param('name') name: string, @Req() request: FastifyRequest, @Res() reply: FastifyReply) {
+  async finish(@Param('name') name: string, @Req() request: FastifyRequest, @Res() reply: FastifyReply, @Deadline() deadline: AnswerDeadline) {
     const query = new URLSearchParams(request.url.includes('?') ? request.url.slice(request.url.indexOf('?') + 1) : '');
     const csrfToken = newCsrfToken();
-    const answer = await this.callback.answer(name, query, browserBinding(request), csrfToken, requesterOf(request));
+    const answer = await this.callback.answer(name, query, browserBinding(request), csrfToken, requesterOf(request), deadline);
     if (answer.kind === 'redirect') {
       void reply.header('Cache-Control', 'no-store').header('Referrer-Policy', 'no-referrer').redirect(answer.location, 302);
     } else if (answer.form === 'device') {

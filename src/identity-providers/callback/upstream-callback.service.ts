@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { HtmlPage } from '../../common/html/html-reply.js';
 import { messagePage } from '../../common/html/page-layout.js';
+import type { AnswerDeadline } from '../../common/http/request-deadlines.js';
 import type { Requester } from '../../common/http/requester.js';
 import { SecurityEvents } from '../../common/logging/security-events.js';
 import { DeviceVerificationService } from '../../device-flow/device-verification.service.js';
@@ -59,8 +60,17 @@ export class UpstreamCallbackService {
     private readonly metrics: Metrics,
   ) {}
 
-  async answer(name: string, query: URLSearchParams, browser: string | undefined, csrfToken: string, requester: Requester): Promise<CallbackAnswer> {
-    const result = await this.upstream.finish(name, query, browser);
+  /**
+   * The request's deadline is held throughout: the browser's state is spent and what follows
+   * committed only for this answer, never behind a 503; the provider's calls stop at the
+   * deadline, which makes the answer the "could not be reached" page.
+   */
+  answer(name: string, query: URLSearchParams, browser: string | undefined, csrfToken: string, requester: Requester, deadline: AnswerDeadline): Promise<CallbackAnswer> {
+    return deadline.commit(() => this.finish(name, query, browser, csrfToken, requester, deadline));
+  }
+
+  private async finish(name: string, query: URLSearchParams, browser: string | undefined, csrfToken: string, requester: Requester, deadline: AnswerDeadline): Promise<CallbackAnswer> {
+    const result = await this.upstream.finish(name, query, browser, deadline);
     const provider = result.provider?.name ?? 'unknown';
     this.metrics.upstreamSignIns.inc({ provider, outcome: result.outcome === 'failed' ? result.failure.kind : result.outcome.replace('-', '_') });
     switch (result.outcome) {

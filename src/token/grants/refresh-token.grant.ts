@@ -88,7 +88,7 @@ export class RefreshTokenGrant implements GrantHandler<UserTokenResponse | Relay
       }
     }
     // A relayed refresh token is the provider's: forwarded there with the service's credentials.
-    const relayed = await this.relay.refresh(requireParam(params, 'refresh_token'), client.id);
+    const relayed = await this.relay.refresh(requireParam(params, 'refresh_token'), client.id, deadline);
     if (relayed) return relayed;
     await this.recheckUpstream(tokenHash, client, deadline, requester);
     // A narrowed scope, or a token that could not simply be rotated: decide under the row lock.

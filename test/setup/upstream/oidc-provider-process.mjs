@@ -7,7 +7,8 @@
 //     rotateRefreshToken?: boolean, claimsInIdToken?: boolean, stateFile?: path, cookieKey?: string,
 //     exitWithParent?: boolean (exit when stdin closes) }
 // Prints {"ready":true,"issuer":…,"port":…} once listening; exits 0 on SIGTERM.
-// Beside OIDC, tests get `POST /test/accounts/:sub/delete` and `POST /test/clients` (JSON metadata).
+// Beside OIDC, tests get `POST /test/accounts/:sub/delete`, `POST /test/clients` (JSON metadata)
+// and `POST /test/delays` ({ "/token": ms, … }: requests to those paths wait that long first).
 import { randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { createServer } from 'node:http';
@@ -83,6 +84,22 @@ const provider = new Provider(issuer, {
   },
 });
 
+/** Milliseconds requests to each path wait before this provider starts on them (POST /test/delays). */
+let delays = {};
+
+/**
+ * Holds a request for its path's delay: true when its client went away meanwhile, and this
+ * provider never starts on it (as a provider does with a request still queued in front of it).
+ */
+async function heldUntilGone(request, response) {
+  const delay = delays[new URL(request.url, issuer).pathname];
+  if (!delay) return false;
+  let gone = false;
+  response.once('close', () => (gone = true));
+  await new Promise((resolve) => setTimeout(resolve, delay));
+  return gone;
+}
+
 async function readJson(request) {
   let body = '';
   for await (const chunk of request) body += chunk;
@@ -100,6 +117,9 @@ async function handleTestRoute(request, response) {
     store.extra.deletedSubs.push(sub);
     store.save();
     response.writeHead(existed ? 204 : 404).end();
+  } else if (pathname === '/test/delays') {
+    delays = await readJson(request);
+    response.writeHead(204).end();
   } else if (pathname === '/test/clients') {
     const client = withDefaults(await readJson(request));
     await new (fileAdapter(store))('Client').upsert(client.client_id, client);
@@ -114,6 +134,7 @@ const oidc = provider.callback();
 const server = createServer(async (request, response) => {
   try {
     if (await handleTestRoute(request, response)) return;
+    if (await heldUntilGone(request, response)) return;
     if (await handleInteraction(provider, accounts, request, response)) return;
     oidc(request, response);
   } catch (error) {

@@ -61,6 +61,12 @@ export interface UpstreamProvider {
   deleteAccount(sub: string): Promise<void>;
   /** Registers one more client while running (kept across restart()). */
   registerClient(client: UpstreamClient): Promise<void>;
+  /**
+   * From now on requests to these paths (`/token`, `/.well-known/openid-configuration`…) wait
+   * that long before the provider starts on them, and one whose client went away meanwhile is
+   * never started on; `delay({})` ends it (so does restart()).
+   */
+  delay(milliseconds: Record<string, number>): Promise<void>;
   /** Everything the process wrote on stdout and stderr, across restarts. */
   output(): string;
 }
@@ -173,6 +179,7 @@ export async function startUpstreamProvider(options: UpstreamProviderOptions = {
     },
     deleteAccount: (sub) => post(`/test/accounts/${encodeURIComponent(sub)}/delete`),
     registerClient: (client) => post('/test/clients', client),
+    delay: (milliseconds) => post('/test/delays', milliseconds),
     output: () => output,
   };
 }
