@@ -4,7 +4,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, EntityManager } from 'typeorm';
 import { Env, USER_ACCESS_TOKEN_TTL } from '../config/env.js';
 import { type JwtSigning, JwtSigner } from '../keys/jwt-signer.service.js';
-import { claimsFor, type ClaimsSource } from '../oidc/claims.js';
+import { claimsFor, type ClaimsSource, trustEmailSql } from '../oidc/claims.js';
 import type { IdTokenAlg } from '../clients/client.entity.js';
 
 /** The JOSE type of an ID token: plain JWT (OpenID Connect Core §2 names no other). */
@@ -35,11 +35,11 @@ export class IdTokens {
   ): Promise<string> {
     const [row]: (ClaimsSourceRow & { user_id: string; auth_time: Date; sid: string | null; alg: IdTokenAlg })[] = await (options.reader ?? this.dataSource).query(
       `SELECT g.user_id, COALESCE(g.auth_time, g.created_at) AS auth_time, g.sid, c.id_token_signed_response_alg AS alg,
-              u.username, u.upstream_issuer, u.profile, u.profile_updated_at
+              u.username, u.upstream_issuer, u.profile, u.profile_updated_at, ${trustEmailSql('u')} AS trust_email
        FROM grants g JOIN portal_users u ON u.id = g.user_id JOIN clients c ON c.id = g.client_id WHERE g.id = $1`,
       [grant.grantId],
     );
-    const user: ClaimsSource = { username: row.username, upstreamIssuer: row.upstream_issuer, profile: row.profile, profileUpdatedAt: row.profile_updated_at };
+    const user: ClaimsSource = { username: row.username, upstreamIssuer: row.upstream_issuer, profile: row.profile, profileUpdatedAt: row.profile_updated_at, trustEmail: row.trust_email };
     // The client's algorithm (RS256 unless registered otherwise); a caller that prepared signing prepared it too.
     const signing = options.signing ?? (await this.signer.prepare([row.alg]));
     return signing.sign(
@@ -63,6 +63,7 @@ interface ClaimsSourceRow {
   upstream_issuer: string | null;
   profile: ClaimsSource['profile'];
   profile_updated_at: Date;
+  trust_email: boolean;
 }
 
 /** OpenID Connect Core §3.1.3.6: the left half of the access token's SHA-256 (both algorithms hash with SHA-256), base64url. */
