@@ -3,6 +3,16 @@ import ipaddr from 'ipaddr.js';
 // Redirect URLs and the patterns clients register for them (CONTRACT.md, "Device authorization
 // helper"). A pattern is either an exact URL, or a URL whose host is a CIDR range of private or
 // loopback addresses, with an optional `*` port: `http://192.168.0.0/16:*/callback`.
+//
+// Every redirect address the service may send a browser to (the helper's redirect_url, a standard
+// request's redirect_uri, a post-logout redirect, and each registered one) is read by the one
+// parser here, parseRedirectUrl, and compared by the one matcher, matchesRedirectPattern, which
+// takes only what that parser returned: what it refuses (user information among it) can match nothing.
+
+declare const parsed: unique symbol;
+/** A URL parseRedirectUrl accepted: the only kind the matchers take. */
+export type RedirectAddress = URL & { readonly [parsed]: true };
+
 export type RedirectPattern =
   | { kind: 'exact'; url: string }
   | { kind: 'range'; scheme: string; network: ipaddr.IPv4 | ipaddr.IPv6; prefix: number; port: number | '*' | null; path: string };
@@ -24,7 +34,7 @@ const RANGE_PATTERN = new RegExp(`^(https?)://(?:(${IPV4})/(\\d{1,2})|\\[([0-9a-
  * characters or backslashes, the host and path spelled exactly as the URL standard would
  * write them (so no decimal/octal/hex IPv4, no percent-encoded host, no `.`/`..` segments).
  */
-export function parseRedirectUrl(text: string): URL {
+export function parseRedirectUrl(text: string): RedirectAddress {
   if (/[\x00-\x20\x7f\\]/.test(text)) throw new InvalidRedirectUrl('must not contain spaces, control characters or backslashes');
   const raw = RAW_URL.exec(text);
   if (!raw) throw new InvalidRedirectUrl('must be an absolute http(s) URL');
@@ -41,7 +51,17 @@ export function parseRedirectUrl(text: string): URL {
   const rawHost = authority.replace(/:\d*$/, '').toLowerCase();
   if (rawHost === '' || rawHost !== url.hostname) throw new InvalidRedirectUrl('host must be spelled canonically');
   if ((rawPath || '/') !== url.pathname) throw new InvalidRedirectUrl('path must not contain dot segments or non-canonical escapes');
-  return url;
+  return url as RedirectAddress;
+}
+
+/** parseRedirectUrl for a caller that needs no reason: undefined for what it refuses. */
+export function readRedirectUrl(text: string): RedirectAddress | undefined {
+  try {
+    return parseRedirectUrl(text);
+  } catch (error) {
+    if (error instanceof InvalidRedirectUrl) return undefined;
+    throw error;
+  }
 }
 
 /** Parses a registered pattern; throws InvalidRedirectUrl with the reason. */
@@ -80,7 +100,7 @@ const LOOPBACK_RANGES = ['127.0.0.0/8', '::1/128'].map((cidr) => ipaddr.parseCID
  * ranges are not for it (RFC 9700 §4.1.3): the helper's link names the device's host to the user,
  * a standard request may be answered silently.
  */
-export function isAppRedirectAllowed(url: URL, patterns: readonly string[]): boolean {
+export function isAppRedirectAllowed(url: RedirectAddress, patterns: readonly string[]): boolean {
   return patterns.some((text) => {
     const pattern = parseRedirectPattern(text);
     const loopbackOnly =
@@ -91,7 +111,7 @@ export function isAppRedirectAllowed(url: URL, patterns: readonly string[]): boo
 }
 
 /** Whether `url` (from parseRedirectUrl) is allowed by `pattern`. */
-export function matchesRedirectPattern(url: URL, pattern: RedirectPattern): boolean {
+export function matchesRedirectPattern(url: RedirectAddress, pattern: RedirectPattern): boolean {
   if (pattern.kind === 'exact') return url.href === pattern.url;
   if (url.protocol !== `${pattern.scheme}:` || url.pathname !== pattern.path || url.search !== '') return false;
   const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
@@ -105,7 +125,7 @@ export function matchesRedirectPattern(url: URL, pattern: RedirectPattern): bool
 }
 
 /** Whether `url` is allowed by any of the client's registered pattern strings. */
-export function isRedirectAllowed(url: URL, patterns: readonly string[]): boolean {
+export function isRedirectAllowed(url: RedirectAddress, patterns: readonly string[]): boolean {
   return patterns.some((pattern) => matchesRedirectPattern(url, parseRedirectPattern(pattern)));
 }
 

@@ -31,6 +31,10 @@ export class IdentityProviderEntity {
   @Column('text')
   mode: IdpMode;
 
+  /** Broker mode: its `email_verified` is passed on to the service's ID tokens and userinfo; otherwise they say false. */
+  @Column('boolean', { name: 'trust_email', default: false })
+  trustEmail: boolean;
+
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
   createdAt: Date;
 

@@ -21,6 +21,8 @@ export interface IdentityProviderView {
   mode: string;
   scopes: string[];
   display_name: string;
+  /** Whether its brokered users' `email_verified` is passed on (else false). */
+  trust_email: boolean;
 }
 
 export interface NewIdentityProvider {
@@ -30,6 +32,7 @@ export interface NewIdentityProvider {
   displayName?: string;
   scopes?: string[];
   mode?: string;
+  trustEmail?: boolean;
 }
 
 export type IdentityProviderChanges = Omit<NewIdentityProvider, 'name' | 'issuer'>;
@@ -51,7 +54,7 @@ export class IdentityProvidersService {
    * (or empty) makes a public client, which signs in with PKCE only.
    */
   async create(input: NewIdentityProvider, secret: string | null): Promise<IdentityProviderView> {
-    const dto = await validateInput(NewIdentityProviderDto, { scopes: DEFAULT_IDP_SCOPES, mode: 'broker', ...withoutUndefined(input) });
+    const dto = await validateInput(NewIdentityProviderDto, { scopes: DEFAULT_IDP_SCOPES, mode: 'broker', trustEmail: false, ...withoutUndefined(input) });
     const issuer = checkIssuer(dto.issuer);
     const clientSecret = checkSecret(secret);
     if (!this.vault.available) throw invalidInput(UPSTREAM_NEEDS_KEK);
@@ -65,6 +68,7 @@ export class IdentityProvidersService {
       displayName: dto.displayName ?? dto.name,
       scopes: ensureOpenid(dto.scopes!),
       mode: dto.mode!,
+      trustEmail: dto.trustEmail!,
     });
     try {
       await this.providers.insert(provider);
@@ -90,6 +94,7 @@ export class IdentityProvidersService {
     if (changes.displayName !== undefined) provider.displayName = changes.displayName;
     if (changes.scopes !== undefined) provider.scopes = ensureOpenid(changes.scopes);
     if (changes.mode !== undefined) provider.mode = changes.mode;
+    if (changes.trustEmail !== undefined) provider.trustEmail = changes.trustEmail;
     return this.view(await this.providers.save(provider));
   }
 
@@ -165,6 +170,7 @@ export class IdentityProvidersService {
       mode: provider.mode,
       scopes: provider.scopes,
       display_name: provider.displayName,
+      trust_email: provider.trustEmail,
     };
   }
 }

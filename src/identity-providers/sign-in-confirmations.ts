@@ -3,6 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
 import type * as oidc from 'openid-client';
 import { randomToken, sha256 } from '../common/crypto/opaque-token.js';
+import { issuedAfterStampSql } from '../token/revocations.js';
 import type { IdentityProviderEntity } from './identity-provider.entity.js';
 import { IdentityProvidersService } from './identity-providers.service.js';
 import { UpstreamVault } from './upstream-vault.js';
@@ -14,7 +15,13 @@ export type HeldOutcome =
   /** Relay mode: the provider's token response, for the device. */
   | { mode: 'relay'; tokens: oidc.TokenEndpointResponse };
 
-export type ConfirmedSignIn = HeldOutcome & { provider: IdentityProviderEntity };
+/**
+ * A held outcome taken for the user's "Continue". A brokered one carries its user's stamp as read
+ * with it, for the approval to compare against (never read again after the check).
+ */
+export type ConfirmedSignIn = (Extract<HeldOutcome, { mode: 'relay' }> | (Extract<HeldOutcome, { mode: 'broker' }> & { userStamp: Date | null })) & {
+  provider: IdentityProviderEntity;
+};
 
 const tokensContext = (stateHash: Buffer) => `upstream-confirmation:${stateHash.toString('base64url')}`;
 
@@ -22,7 +29,9 @@ const tokensContext = (stateHash: Buffer) => `upstream-confirmation:${stateHash.
  * A helper link's sign-in at a provider waits, in its round trip's row of upstream_sign_ins, for
  * the user's "Continue" on the service's page: nothing reaches the device before. The outcome is
  * taken once, by the form's one-time value, from the browser that signed in, for the same link;
- * a relayed token response is sealed while it waits and erased as it is taken.
+ * a relayed token response is sealed while it waits and erased as it is taken. A sign-out voids
+ * it meanwhile (revocations.ts): its mark (SignOutsRepository), or its user's stamp moved after
+ * the sign-in began.
  */
 @Injectable()
 export class SignInConfirmations {
@@ -48,20 +57,36 @@ export class SignInConfirmations {
     return confirmation;
   }
 
-  /** The held outcome, once; undefined when the value is unknown, used, expired, another browser's or another link's. */
-  async take(confirmation: string, browser: string | undefined, state: string): Promise<ConfirmedSignIn | undefined> {
-    const [row]: { state_hash: Buffer; provider: string; user_id: string | null; upstream_session_id: string | null; tokens_sealed: Buffer | null }[] = await this.dataSource.query(
+  /**
+   * The held outcome, once; 'ended' when a sign-out voided it (it is spent all the same);
+   * undefined when the value is unknown, used, expired, another browser's or another link's.
+   */
+  async take(confirmation: string, browser: string | undefined, state: string): Promise<ConfirmedSignIn | 'ended' | undefined> {
+    const [row]: HeldRow[] = await this.dataSource.query(
       `WITH held AS (
-         SELECT state_hash, provider, user_id, upstream_session_id, tokens_sealed FROM upstream_sign_ins
-         WHERE confirmation_hash = $1 AND browser_hash = $2 AND purpose->>'state' = $3 AND confirmed_at IS NULL AND expires_at > now() FOR UPDATE),
-       taken AS (UPDATE upstream_sign_ins u SET confirmed_at = now(), tokens_sealed = NULL FROM held h WHERE u.state_hash = h.state_hash)
+         SELECT s.state_hash, s.provider, s.user_id, s.upstream_session_id, s.tokens_sealed, u.tokens_valid_after AS user_stamp,
+           s.voided_at IS NOT NULL OR NOT ${issuedAfterStampSql('s.started_at')} AS ended
+         FROM upstream_sign_ins s LEFT JOIN portal_users u ON u.id = s.user_id
+         WHERE s.confirmation_hash = $1 AND s.browser_hash = $2 AND s.purpose->>'state' = $3 AND s.confirmed_at IS NULL AND s.expires_at > now() FOR UPDATE OF s),
+       taken AS (UPDATE upstream_sign_ins t SET confirmed_at = now(), tokens_sealed = NULL FROM held h WHERE t.state_hash = h.state_hash)
        SELECT * FROM held`,
       [sha256(confirmation), browser ? sha256(browser) : Buffer.alloc(0), state],
     );
     if (!row) return undefined;
+    if (row.ended) return 'ended';
     const provider = await this.registry.find(row.provider);
     if (!provider) return undefined;
     if (row.tokens_sealed) return { mode: 'relay', provider, tokens: JSON.parse(this.vault.open(tokensContext(row.state_hash), row.tokens_sealed)) as oidc.TokenEndpointResponse };
-    return row.user_id ? { mode: 'broker', provider, userId: row.user_id, upstreamSessionId: row.upstream_session_id } : undefined;
+    return row.user_id ? { mode: 'broker', provider, userId: row.user_id, upstreamSessionId: row.upstream_session_id, userStamp: row.user_stamp } : undefined;
   }
+}
+
+interface HeldRow {
+  state_hash: Buffer;
+  provider: string;
+  user_id: string | null;
+  upstream_session_id: string | null;
+  tokens_sealed: Buffer | null;
+  user_stamp: Date | null;
+  ended: boolean;
 }

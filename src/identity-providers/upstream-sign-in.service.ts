@@ -18,8 +18,11 @@ export interface UpstreamIdentity {
 
 /** How a callback ended. */
 export type CallbackResult =
-  /** `stateHash` keys the round trip's row, where a helper link's outcome waits for the user's confirmation. */
-  | { outcome: 'signed-in'; provider: IdentityProviderEntity; purpose: SignInPurpose; identity: UpstreamIdentity; stateHash: Buffer }
+  /**
+   * `stateHash` keys the round trip's row, where a helper link's outcome waits for the user's
+   * confirmation; `startedAt` is when the sign-in began, which a sign-out of its user since voids.
+   */
+  | { outcome: 'signed-in'; provider: IdentityProviderEntity; purpose: SignInPurpose; identity: UpstreamIdentity; stateHash: Buffer; startedAt: Date }
   /** The provider answered an error (the user cancelled, or it refused): the device is told access_denied. */
   | { outcome: 'cancelled'; provider: IdentityProviderEntity; purpose: SignInPurpose; error: string }
   /** The callback is not one this browser may finish: nothing was changed. */
@@ -102,7 +105,7 @@ export class UpstreamSignIn {
         const profile = provider.mode === 'broker' ? await profileClaims(configuration, tokens) : {};
         return { tokens, claims: { ...profile, ...tokens.claims()! } };
       }, deadline.signal());
-      return { outcome: 'signed-in', provider, purpose, identity, stateHash };
+      return { outcome: 'signed-in', provider, purpose, identity, stateHash, startedAt: taken.startedAt };
     } catch (error) {
       if (error instanceof UpstreamFailure) return { outcome: 'failed', provider, purpose, failure: error };
       throw error;

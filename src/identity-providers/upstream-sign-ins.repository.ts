@@ -19,8 +19,11 @@ export interface StartedSignIn {
   expiresAt: Date;
 }
 
-/** A sign-in the callback may finish: taken once, by the browser that started it. */
-export type TakenSignIn = Pick<StartedSignIn, 'provider' | 'nonce' | 'codeVerifierSealed' | 'purpose'>;
+/**
+ * A sign-in the callback may finish: taken once, by the browser that started it. It counts from
+ * `startedAt`: a sign-out of its user since then voids it (revocations.ts).
+ */
+export type TakenSignIn = Pick<StartedSignIn, 'provider' | 'nonce' | 'codeVerifierSealed' | 'purpose'> & { startedAt: Date };
 
 /** Why a callback's state was not taken. */
 export type UntakenReason = 'unknown' | 'used' | 'expired' | 'other_browser';
@@ -44,13 +47,13 @@ export class UpstreamSignInsRepository {
    */
   async take(stateHash: Buffer, provider: string, browserHash: Buffer | null): Promise<TakenSignIn | UntakenReason> {
     // An UPDATE answers [rows, affected].
-    const [[taken]]: [{ provider: string; nonce: string; code_verifier_sealed: Buffer; purpose: SignInPurpose }[], number] = await this.dataSource.query(
+    const [[taken]]: [{ provider: string; nonce: string; code_verifier_sealed: Buffer; purpose: SignInPurpose; started_at: Date }[], number] = await this.dataSource.query(
       `UPDATE upstream_sign_ins SET used_at = now()
        WHERE state_hash = $1 AND provider = $2 AND browser_hash = $3 AND used_at IS NULL AND expires_at > now()
-       RETURNING provider, nonce, code_verifier_sealed, purpose`,
+       RETURNING provider, nonce, code_verifier_sealed, purpose, started_at`,
       [stateHash, provider, browserHash ?? Buffer.alloc(0)],
     );
-    if (taken) return { provider: taken.provider, nonce: taken.nonce, codeVerifierSealed: taken.code_verifier_sealed, purpose: taken.purpose };
+    if (taken) return { provider: taken.provider, nonce: taken.nonce, codeVerifierSealed: taken.code_verifier_sealed, purpose: taken.purpose, startedAt: taken.started_at };
     const [found]: { used: boolean; expired: boolean }[] = await this.dataSource.query(
       'SELECT used_at IS NOT NULL AS used, expires_at <= now() AS expired FROM upstream_sign_ins WHERE state_hash = $1 AND provider = $2',
       [stateHash, provider],

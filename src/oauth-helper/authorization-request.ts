@@ -1,5 +1,5 @@
 import type { ClientEntity } from '../clients/client.entity.js';
-import { isAppRedirectAllowed } from '../clients/redirect-pattern.js';
+import { isAppRedirectAllowed, readRedirectUrl } from '../clients/redirect-pattern.js';
 import type { IdTokenHint } from '../token/id-token-hints.js';
 import { OAuthError } from '../token/oauth-error.js';
 import { type OAuthParams, readOAuthParams } from '../token/oauth-params.js';
@@ -87,9 +87,10 @@ export async function readAuthorizationRequest(
   if (!client) return { kind: 'page', message: 'The request is for an application that is not registered here.' };
   if (!client.enabled) return { kind: 'page', message: `${client.name} has been disabled by an administrator, so it cannot sign in.` };
   const redirectUri = params.get('redirect_uri');
-  const redirectUrl = redirectUri === undefined || redirectUri.length > 2048 ? null : URL.parse(redirectUri);
-  // Exactly as registered (RFC 9700 §4.1.3): no normalising, and no fragment (RFC 6749 §3.1.2).
-  if (!redirectUrl || redirectUrl.href !== redirectUri || redirectUrl.hash !== '' || !isAppRedirectAllowed(redirectUrl, client.redirectPatterns)) {
+  // Read as every redirect address is (no user information, no fragment: RFC 6749 §3.1.2), and
+  // exactly as registered (RFC 9700 §4.1.3): no normalising.
+  const redirectUrl = redirectUri === undefined || redirectUri.length > 2048 ? undefined : readRedirectUrl(redirectUri);
+  if (!redirectUrl || redirectUrl.href !== redirectUri || !isAppRedirectAllowed(redirectUrl, client.redirectPatterns)) {
     return { kind: 'page', message: `The request's redirect_uri is not one registered for ${client.name}.` };
   }
 

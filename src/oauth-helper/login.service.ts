@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { csrfMatches, csrfRefusal } from '../common/html/html-reply.js';
 import type { Requester } from '../common/http/requester.js';
 import { messagePage } from '../common/html/page-layout.js';
+import { ENDED_SIGN_IN } from '../identity-providers/ended-sign-in.js';
 import { SignInConfirmations } from '../identity-providers/sign-in-confirmations.js';
 import { admitsUser, SignInMethods, onlyProvider } from '../identity-providers/sign-in-methods.service.js';
 import { NOT_OFFERED, providersOnly, providerUnavailable } from '../identity-providers/sign-in-messages.js';
@@ -137,12 +138,14 @@ export class LoginService {
     const held = await this.confirmations.take(confirmation, browser.binding, link.state);
     if (!held) return errorPage(`This sign-in was not finished in this browser, or is too old. ${AGAIN}`, 'This sign-in does not work');
     if (decision === 'cancel') return this.answers.deny(link);
+    if (held === 'ended') return errorPage(ENDED_SIGN_IN.message, ENDED_SIGN_IN.title);
     // The client may have stopped signing in through this provider since.
     if (!link.methods.providers.some(({ name }) => name === held.provider.name)) return errorPage(`${link.client.name} no longer signs in through ${held.provider.displayName}. ${AGAIN}`);
     if (held.mode === 'relay') return this.answers.relayed(link, held.provider, held.tokens);
     const user = await this.users.findById(held.userId);
     if (!user || user.disabledAt) return { kind: 'page', status: 403, html: messagePage('Your account is disabled', `Your account has been disabled here by an administrator, so it cannot sign in. ${AGAIN}`) };
-    return this.answers.approve(link, user, browser, { upstreamSessionId: held.upstreamSessionId });
+    // The stamp as read with the held sign-in, not now: a sign-out since then refuses the approval.
+    return this.answers.approve(link, { ...user, tokensValidAfter: held.userStamp }, browser, { upstreamSessionId: held.upstreamSessionId });
   }
 
   /** The sign-in itself: a client that signs in through one provider only has nothing to choose (straight there); else the form. */

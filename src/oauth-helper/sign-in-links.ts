@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { ClientEntity } from '../clients/client.entity.js';
 import { ClientsService } from '../clients/clients.service.js';
-import { isAppRedirectAllowed, isRedirectAllowed } from '../clients/redirect-pattern.js';
+import { isAppRedirectAllowed, isRedirectAllowed, readRedirectUrl } from '../clients/redirect-pattern.js';
 import type { HtmlPage } from '../common/html/html-reply.js';
 import { messagePage } from '../common/html/page-layout.js';
 import { Env } from '../config/env.js';
@@ -120,7 +120,8 @@ export class SignInLinks {
  */
 export function deviceAddress({ client, claims }: SignInLink): URL | AuthorizeOutcome | undefined {
   if (!claims.redirect_url) return undefined;
-  const location = new URL(claims.redirect_url);
+  // Read again as at the start: a link signed before a rule was added meets it too.
+  const location = readRedirectUrl(claims.redirect_url);
   const allowed = claims.request ? isAppRedirectAllowed : isRedirectAllowed;
-  return allowed(location, client.redirectPatterns) ? location : errorPage(`The device address is no longer allowed for this application. ${AGAIN}`);
+  return location && allowed(location, client.redirectPatterns) ? location : errorPage(`The device address is no longer allowed for this application. ${AGAIN}`);
 }

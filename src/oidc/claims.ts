@@ -6,7 +6,9 @@ import type { UserEntity } from '../users/user.entity.js';
  *
  * Sources: a brokered user's profile is what their identity provider said at the last sign-in; a
  * local user has only a username, which is both their `preferred_username` and the name pages
- * show. A claim the service does not know is left out (§5.3.2), never sent empty.
+ * show. A claim the service does not know is left out (§5.3.2), never sent empty. The provider's
+ * `email_verified` is passed on only when the provider is trusted for it (`idp --trust-email`):
+ * under the service's issuer it would otherwise vouch for what only the provider checked.
  */
 
 export const OPENID_SCOPE = 'openid';
@@ -29,8 +31,11 @@ export interface ScopedClaims {
   email_verified?: boolean;
 }
 
-/** What the claims are read from: the user row. */
-export type ClaimsSource = Pick<UserEntity, 'username' | 'upstreamIssuer' | 'profile' | 'profileUpdatedAt'>;
+/** What the claims are read from: the user row, and whether their provider is trusted for `email_verified` (false for a local user). */
+export type ClaimsSource = Pick<UserEntity, 'username' | 'upstreamIssuer' | 'profile' | 'profileUpdatedAt'> & { trustEmail: boolean };
+
+/** `trustEmail` in SQL, for the user row `userAlias`: its provider's setting (false when it has none, or it was deleted). */
+export const trustEmailSql = (userAlias: string) => `COALESCE((SELECT p.trust_email FROM identity_providers p WHERE p.name = ${userAlias}.provider), false)`;
 
 /** The claims `scopes` allow about `user`; `sub` is the caller's (the user's id). */
 export function claimsFor(user: ClaimsSource, scopes: readonly string[]): ScopedClaims {
@@ -44,8 +49,8 @@ export function claimsFor(user: ClaimsSource, scopes: readonly string[]): Scoped
   }
   if (scopes.includes('email') && user.profile?.email) {
     claims.email = user.profile.email;
-    // Verified only when the provider said so: a relying party may trust a verified address as the user's.
-    claims.email_verified = user.profile.email_verified === true;
+    // Verified only when a trusted provider said so: a relying party may take a verified address as the user's.
+    claims.email_verified = user.trustEmail && user.profile.email_verified === true;
   }
   return claims;
 }

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { type AuthenticatedToken, BearerAuthenticator, BearerRejection } from '../notification/bearer-authenticator.js';
 import { readFormBody } from '../token/oauth-params.js';
+import { IdentityProvidersService } from '../identity-providers/identity-providers.service.js';
 import { UsersService } from '../users/users.service.js';
 import { claimsFor, OPENID_SCOPE, type ScopedClaims } from './claims.js';
 
@@ -17,6 +18,7 @@ export class UserinfoService {
   constructor(
     private readonly bearer: BearerAuthenticator,
     private readonly users: UsersService,
+    private readonly providers: IdentityProvidersService,
   ) {}
 
   /** GET: the token in the Authorization header (RFC 6750 §2.1). */
@@ -38,6 +40,7 @@ export class UserinfoService {
     if (claims.sid === undefined) throw BearerRejection.insufficientScope(OPENID_SCOPE, 'the access token is a client credentials token: it has no user');
     const user = await this.users.findById(claims.sub);
     if (!user || user.disabledAt) throw BearerRejection.invalidToken('the user of the access token is disabled or gone');
-    return { sub: user.id, ...claimsFor(user, scopes) };
+    const trustEmail = user.provider !== null && (await this.providers.find(user.provider))?.trustEmail === true;
+    return { sub: user.id, ...claimsFor({ ...user, trustEmail }, scopes) };
   }
 }

@@ -4,7 +4,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, EntityManager } from 'typeorm';
 import { Env, USER_ACCESS_TOKEN_TTL } from '../config/env.js';
 import { type JwtSigning, JwtSigner } from '../keys/jwt-signer.service.js';
-import { claimsFor, type ClaimsSource } from '../oidc/claims.js';
+import { claimsFor, type ClaimsSource, trustEmailSql } from '../oidc/claims.js';
 import type { IdTokenAlg } from '../clients/client.entity.js';
 
 /** The JOSE type of an ID token: plain JWT (OpenID Connect Core §2 names no other). */
@@ -38,7 +38,7 @@ export class IdTokens {
     options: { nonce?: string; signing?: JwtSigning; reader?: EntityManager; facts?: IdTokenFacts } = {},
   ): Promise<string> {
     const row = options.facts ?? (await this.read(grant.grantId, options.reader ?? this.dataSource.manager));
-    const user: ClaimsSource = { username: row.username, upstreamIssuer: row.upstream_issuer, profile: row.profile, profileUpdatedAt: row.profile_updated_at };
+    const user: ClaimsSource = { username: row.username, upstreamIssuer: row.upstream_issuer, profile: row.profile, profileUpdatedAt: row.profile_updated_at, trustEmail: row.trust_email };
     // The client's algorithm (RS256 unless registered otherwise); a caller that prepared signing prepared it too.
     const signing = options.signing ?? (await this.signer.prepare([row.alg]));
     return signing.sign(
@@ -79,13 +79,14 @@ export interface IdTokenFacts extends ClaimsSourceRow {
 
 /** The columns of IdTokenFacts but `user_id` and `alg`: the sign-in's time and sid as given, the user's as `u`. */
 export const idTokenFactsSql = (authTimeSql: string, sidSql: string) =>
-  `${authTimeSql} AS auth_time, ${sidSql} AS sid, u.username, u.upstream_issuer, u.profile, u.profile_updated_at`;
+  `${authTimeSql} AS auth_time, ${sidSql} AS sid, u.username, u.upstream_issuer, u.profile, u.profile_updated_at, ${trustEmailSql('u')} AS trust_email`;
 
 interface ClaimsSourceRow {
   username: string;
   upstream_issuer: string | null;
   profile: ClaimsSource['profile'];
   profile_updated_at: Date;
+  trust_email: boolean;
 }
 
 /** OpenID Connect Core §3.1.3.6: the left half of the access token's SHA-256 (both algorithms hash with SHA-256), base64url. */

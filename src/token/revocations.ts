@@ -9,6 +9,7 @@ import { OPENID_SCOPES } from './scope.js';
  * | a grant (replayed code, reused or revoked refresh token) | `grants.revoked_at` | refresh | bearer check (`sid`), introspection |
  * | a user's sign-ins (password change, disable, sign-out of every device) | `portal_users.tokens_valid_after` moved, `disabled_at` | redemption, refresh, device poll, approval, code pick-up, browser session | through the grants revoked with it |
  * | a browser session (logout) | `browser_sessions.ended_at` | single sign-on, "Continue as USER" | — |
+ * | a sign-in through a provider, waiting (at the provider, or on "Continue to CLIENT?") | the user's stamp after its start (`upstream_sign_ins.started_at`); `voided_at` on a held one | the callback, Continue | — |
  * | one client's sign-ins of a user (`grants:revoke --client`) | grants revoked, codes and approvals voided | as above, by the void marks | as above |
  * | a client (disable, delete) | `clients.enabled`, `deleted_at` | client authentication, code pick-up | bearer check |
  * | a signing key | `signing_keys.revoked_at` | signing | verification |
@@ -45,6 +46,12 @@ export const issuableUserCte = (userIdSql: string) =>
 
 /** Whether something issued at `issuedAtSql` outlives the stamp of `issuable_user` (joined as `u`). */
 export const issuedAfterStampSql = (issuedAtSql: string) => `(u.tokens_valid_after IS NULL OR ${issuedAtSql} > u.tokens_valid_after)`;
+
+/**
+ * `issuedAfterStampSql` for a time read into JavaScript, which keeps whole milliseconds: the stamp
+ * is one (NEW_STAMP_SQL), so a time cut to the stamp's own millisecond was at or after it.
+ */
+export const issuedAfterStamp = (issuedAt: Date, stamp: Date | null) => stamp === null || issuedAt.getTime() >= stamp.getTime();
 
 /**
  * The stamp a sign-out writes: the time it takes the user's row, rounded up to the millisecond,

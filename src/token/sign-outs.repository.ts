@@ -32,7 +32,8 @@ export class SignOutsRepository {
    * Revokes the target's live grants, as a replayed code does (every instance hears of each grant
    * when the transaction commits, refuses its tokens and closes its streams), and voids the
    * sign-ins not yet exchanged for a grant: unredeemed codes, approvals a device has not
-   * collected, device authorizations not yet exchanged. A user's row is locked first, and a
+   * collected, device authorizations not yet exchanged, sign-ins through a provider waiting for
+   * the user's "Continue". A user's row is locked first, and a
    * sign-out of all their devices moves their stamp: see revocations.ts for why that settles the
    * race with an issuance under way. Returns how many grants it revoked.
    */
@@ -54,6 +55,14 @@ export class SignOutsRepository {
     await manager.query(
       `UPDATE device_codes SET voided_at = now()
        WHERE consumed_at IS NULL AND voided_at IS NULL AND ($1::uuid IS NULL OR $1 IN (user_id, signed_in_user_id)) AND ($2::text IS NULL OR client_id = $2)`,
+      [userId, clientId],
+    );
+    // Sign-ins through a provider held for "Continue to CLIENT?": the user's, or all of a client's
+    // (relayed ones have no user), their relayed tokens erased. One still at the provider has no
+    // user yet: its user's stamp, moved above, voids it at the callback (revocations.ts).
+    await manager.query(
+      `UPDATE upstream_sign_ins SET voided_at = now(), tokens_sealed = NULL
+       WHERE confirmation_hash IS NOT NULL AND confirmed_at IS NULL AND voided_at IS NULL AND ($1::uuid IS NULL OR user_id = $1) AND ($2::text IS NULL OR purpose->>'clientId' = $2)`,
       [userId, clientId],
     );
     if (userId === null && clientId !== null) {

@@ -119,6 +119,21 @@ describe('the standard authorization request', () => {
     expect(await stored()).toBe(before);
   });
 
+  it('shows the error page, not the login page, for a redirect_uri with user information in a registered loopback range', async () => {
+    const native = await createClient(app, { redirectPatterns: ['http://127.0.0.0/8:*/native'] });
+    const before = await stored();
+    for (const redirectUri of ['http://evil.example@127.0.0.1:9999/native', 'http://user:pw@127.0.0.1:9999/native', 'http://@127.0.0.1:9999/native']) {
+      const answer = await answerTo(standard({ client_id: native.id, redirect_uri: redirectUri }));
+      expect(answer.status, redirectUri).toBe(400);
+      expect(answer.at, redirectUri).toBeUndefined();
+      expect(answer.text).toContain('This sign-in request does not work');
+      expect(answer.text).not.toContain('name="password"');
+    }
+    expect(await stored()).toBe(before);
+    // The same address without user information is the client's.
+    expect((await answerTo(standard({ client_id: native.id, redirect_uri: 'http://127.0.0.1:9999/native' }))).status).toBe(200);
+  });
+
   it.each(REFUSALS)('sends $name back to the client as $error, with its state and the issuer, storing nothing', async ({ overrides, error }) => {
     const before = await stored();
     const answer = await answerTo(standard(overrides));

@@ -41,7 +41,7 @@ async function runCli(args: string[], options: { stdin?: string; env?: Record<st
   return result;
 }
 
-type ProviderView = { name: string; issuer: string; client_id: string; redirect_uri: string; mode: string; scopes: string[]; display_name: string };
+type ProviderView = { name: string; issuer: string; client_id: string; redirect_uri: string; mode: string; scopes: string[]; display_name: string; trust_email: boolean };
 type ClientView = { client_id: string; name: string; sign_in_methods: string[] };
 
 const createArgs = (name: string, issuer = upstream.issuer, ...more: string[]) => ['idp:create', '--name', name, '--issuer', issuer, '--client-id', 'voyage-connect', ...more];
@@ -72,7 +72,7 @@ describe('idp:create', { timeout: CLI_RUNS_TIMEOUT }, () => {
   it('registers a provider whose discovery document checks out and prints exactly its view, its redirect_uri under FRONTEND_URL', async () => {
     const secret = newSecret('corp');
     const created = parseSuccess<ProviderView>(
-      await runCli(createArgs('corp', upstream.issuer, '--display-name', 'Fleet account', '--scope', 'openid', '--scope', 'email', '--mode', 'relay'), { stdin: `${secret}\n` }),
+      await runCli(createArgs('corp', upstream.issuer, '--display-name', 'Fleet account', '--scope', 'openid', '--scope', 'email', '--mode', 'relay', '--trust-email'), { stdin: `${secret}\n` }),
     );
     expect(created).toStrictEqual({
       name: 'corp',
@@ -82,12 +82,13 @@ describe('idp:create', { timeout: CLI_RUNS_TIMEOUT }, () => {
       mode: 'relay',
       scopes: ['openid', 'email'],
       display_name: 'Fleet account',
+      trust_email: true,
     });
     expect(parseSuccess(await runCli(['idp:show', 'corp']))).toStrictEqual(created);
     expect(parseSuccess(await runCli(['idp:list']))).toStrictEqual([created]);
 
     const defaults = parseSuccess<ProviderView>(await runCli(createArgs('defaults'), { stdin: `${newSecret('defaults')}\n` }));
-    expect(defaults).toMatchObject({ mode: 'broker', scopes: ['openid', 'profile', 'email', 'offline_access'], display_name: 'defaults', redirect_uri: `${FRONTEND_URL}/sso/callback/defaults` });
+    expect(defaults).toMatchObject({ mode: 'broker', scopes: ['openid', 'profile', 'email', 'offline_access'], display_name: 'defaults', redirect_uri: `${FRONTEND_URL}/sso/callback/defaults`, trust_email: false });
     expect(parseSuccess<ProviderView[]>(await runCli(['idp:list'])).map((provider) => provider.name)).toEqual(['corp', 'defaults']);
   });
 
@@ -164,10 +165,13 @@ describe('idp:update, idp:rotate-secret, idp:delete', { timeout: CLI_RUNS_TIMEOU
     expect(updated).toStrictEqual({ ...before, display_name: 'Fleet staff', scopes: ['openid', 'profile'], mode: 'relay' });
     const moved = parseSuccess<ProviderView>(await runCli(['idp:update', 'defaults', '--client-id', 'voyage-2']));
     expect(moved).toStrictEqual({ ...updated, client_id: 'voyage-2' });
+    const trusted = parseSuccess<ProviderView>(await runCli(['idp:update', 'defaults', '--trust-email']));
+    expect(trusted).toStrictEqual({ ...moved, trust_email: true });
+    expect(parseSuccess(await runCli(['idp:update', 'defaults', '--no-trust-email']))).toStrictEqual(moved);
 
     const stored = await storedProvider('defaults');
     for (const [args, message] of [
-      [[], /nothing to change: give --display-name, --client-id, --scope or --mode/],
+      [[], /nothing to change: give --display-name, --client-id, --scope, --mode, --trust-email or --no-trust-email/],
       [['--mode', 'proxy'], /mode must be one of/],
       [['--scope', 'a"b'], /scope token/],
       [['--display-name', ' padded'], /whitespace/],

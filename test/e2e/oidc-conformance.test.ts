@@ -51,7 +51,7 @@ describe('OpenID Connect Basic OP conformance: one authorization', () => {
     client = await createClient(app, { redirectPatterns: [REDIRECT, REDIRECT_WITH_QUERY] });
     rp = await conformanceRp(app, client);
     forge = await startForgingProvider();
-    await registerProvider(app, forge, 'forge', 'Forge');
+    await registerProvider(app, forge, 'forge', 'Forge', 'broker', { trustEmail: true });
     brokered = await conformanceRp(app, await createSignInClient(app, ['forge'], { redirectPatterns: [REDIRECT] }));
   });
   afterAll(async () => {

@@ -1,9 +1,12 @@
 import type { Browser, BrowserContext } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ClientsService } from '../../src/clients/clients.service.js';
+import { NEW_STAMP_SQL } from '../../src/token/revocations.js';
+import { SignOutsRepository } from '../../src/token/sign-outs.repository.js';
+import { UsersService } from '../../src/users/users.service.js';
 import { issueState } from '../factories/state.factory.js';
 import { LOOPBACK_PATTERN } from '../factories/token-flow.factory.js';
-import { ALICE, confirmSignIn, createSignInClient, heading, issuedRows, newKek, registerProvider, startDeviceCallback } from '../factories/upstream.factory.js';
+import { ALICE, confirmSignIn, createSignInClient, heading, issuedRows, linkedUser, newKek, registerProvider, startDeviceCallback } from '../factories/upstream.factory.js';
 import { query } from '../setup/database.js';
 import { launchChromium } from '../setup/chromium.js';
 import { startTestApp, type TestApp } from '../setup/test-app.js';
@@ -170,5 +173,64 @@ describe('a sign-in through a provider is the user’s own act', () => {
     const replayed = await postConfirmation({ ...fields, decision: 'continue' }, await cookiesOf(browserContext));
     expect(replayed.status).toBe(400);
     expect(await replayed.text()).toContain('This sign-in link was already used');
+  });
+
+  /** Alice's portal user, linked to corp (made here when no test signed her in yet). */
+  const aliceId = async () => (await linkedUser(app, 'corp', ALICE.sub))?.id ?? (await app.get(UsersService).linkUpstream({ name: 'corp', issuer: upstream.issuer }, ALICE.sub, {})).id;
+
+  /** grants:revoke's two reaches: every device of the user, or one client's. */
+  const SIGN_OUTS: [string, (userId: string, clientId: string) => { userId: string; clientId?: string }][] = [
+    ['of every device', (userId) => ({ userId })],
+    ['of this client only (--client)', (userId, clientId) => ({ userId, clientId })],
+  ];
+
+  it.each(SIGN_OUTS)('grants:revoke %s while "Continue to CLIENT?" waits voids that sign-in: Continue says it has ended and nothing is issued', async (_, target) => {
+    const client = await createSignInClient(app, ['corp']);
+    const link = await issueState(app, client.id);
+    const page = await (await newBrowser()).newPage();
+    await page.goto(link.authorize_url);
+    await signInAtUpstream(page, credentials);
+    expect(await heading(page)).toBe(`Continue to ${client.name}?`);
+    const before = await issuedRows(app);
+
+    await app.get(SignOutsRepository).signOutNow(target(await aliceId(), client.id));
+    await confirmSignIn(page);
+    expect(await heading(page)).toBe('This sign-in has ended');
+    expect(await page.locator('main p').first().textContent()).toContain('signed out');
+    expect((await fetch(link.code_url)).status).toBe(404);
+    const after = await issuedRows(app);
+    expect([after.authorizations, after.authorization_codes, after.grants]).toEqual([before.authorizations, before.authorization_codes, before.grants]);
+  });
+
+  it('Continue checks the sign-in against its own time, not the stamp read again: a sign-out that missed the waiting row still voids it', async () => {
+    const client = await createSignInClient(app, ['corp']);
+    const link = await issueState(app, client.id);
+    const page = await (await newBrowser()).newPage();
+    await page.goto(link.authorize_url);
+    await signInAtUpstream(page, credentials);
+    const before = await issuedRows(app);
+    // As a sign-out that committed between the callback's user check and the hold: the stamp moved, the row not marked.
+    await query(app.databaseUrl, `UPDATE portal_users SET tokens_valid_after = ${NEW_STAMP_SQL} WHERE id = $1`, [await aliceId()]);
+
+    await confirmSignIn(page);
+    expect(await heading(page)).toBe('This sign-in has ended');
+    expect((await fetch(link.code_url)).status).toBe(404);
+    expect((await issuedRows(app)).authorization_codes).toBe(before.authorization_codes);
+  });
+
+  it('grants:revoke while the user is still at the provider voids that sign-in: the callback says it has ended and nothing is issued', async () => {
+    const client = await createSignInClient(app, ['corp']);
+    const link = await issueState(app, client.id);
+    const page = await (await newBrowser()).newPage();
+    await page.goto(link.authorize_url);
+    expect(new URL(page.url()).origin).toBe(upstream.issuer);
+    await app.get(SignOutsRepository).signOutNow({ userId: await aliceId() });
+    const before = await issuedRows(app);
+
+    await signInAtUpstream(page, credentials);
+    expect(await heading(page)).toBe('This sign-in has ended');
+    expect((await fetch(link.code_url)).status).toBe(404);
+    const after = await issuedRows(app);
+    expect([after.authorizations, after.authorization_codes, after.grants]).toEqual([before.authorizations, before.authorization_codes, before.grants]);
   });
 });

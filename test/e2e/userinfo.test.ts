@@ -133,7 +133,8 @@ describe('/sso/userinfo', () => {
 
     beforeAll(async () => {
       forge = await startForgingProvider();
-      await registerProvider(app, forge, 'forge', 'Forge');
+      // Trusted for email_verified, so its own value shows (upstream-oidc.test.ts has the untrusted default).
+      await registerProvider(app, forge, 'forge', 'Forge', 'broker', { trustEmail: true });
       signInClient = await createSignInClient(app, ['forge'], { redirectPatterns: [LOOPBACK_PATTERN], scopes: OIDC_SCOPES });
     });
     afterAll(() => forge?.close());

@@ -40,6 +40,7 @@ export async function registerProvider(
   name: string,
   displayName: string,
   mode: 'broker' | 'relay' = 'broker',
+  settings: { trustEmail?: boolean } = {},
 ): Promise<RegisteredProvider> {
   const clientId = `voyage-${name}`;
   const clientSecret = `upstream-secret-${randomBytes(16).toString('hex')}`;
@@ -51,7 +52,7 @@ export async function registerProvider(
       post_logout_redirect_uris: [`${app.baseUrl}/sso/logout/done`],
     });
   }
-  await app.get(IdentityProvidersService).create({ name, issuer: upstream.issuer, clientId, displayName, mode }, clientSecret);
+  await app.get(IdentityProvidersService).create({ name, issuer: upstream.issuer, clientId, displayName, mode, ...settings }, clientSecret);
   return { name, clientId, clientSecret };
 }
 

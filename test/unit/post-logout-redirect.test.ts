@@ -18,6 +18,8 @@ describe('parsePostLogoutRedirectUri', () => {
     ['https://app.example.com/*', /exact URL/],
     ['https://app.example.com/out#x', /fragment/],
     ['https://u@app.example.com/out', /user information/],
+    ['http://evil.example@127.0.0.1:3000/bye', /user information/],
+    ['https://app.example.com@evil.example/out', /user information/],
     ['app.example.com/out', /absolute/],
     ['https://2130706433/out', /canonical/],
   ])('refuses %s', (url, reason) => {
@@ -47,6 +49,9 @@ describe('isPostLogoutRedirectRegistered', () => {
       'http://127.0.0.1:3001/bye',
       'http://127.0.0.1:3000/bye/',
       'https://app.example.com/../',
+      // The registered address behind user information: the browser would go there, but no one registered it so.
+      'http://evil.example@127.0.0.1:3000/bye',
+      'https://user:pw@app.example.com/out?lang=en',
       '',
       'not a url',
     ]) {

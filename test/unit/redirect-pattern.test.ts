@@ -1,5 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { InvalidRedirectUrl, isRedirectAllowed, parseRedirectPattern, parseRedirectUrl } from '../../src/clients/redirect-pattern.js';
+import type { ClientEntity } from '../../src/clients/client.entity.js';
+import { isPostLogoutRedirectRegistered } from '../../src/clients/post-logout-redirect.js';
+import { InvalidRedirectUrl, isAppRedirectAllowed, isRedirectAllowed, parseRedirectPattern, parseRedirectUrl, readRedirectUrl } from '../../src/clients/redirect-pattern.js';
+import { readAuthorizationRequest } from '../../src/oauth-helper/authorization-request.js';
 
 const allowed = (url: string, ...patterns: string[]) => isRedirectAllowed(parseRedirectUrl(url), patterns);
 
@@ -99,5 +102,40 @@ describe('isRedirectAllowed', () => {
     expect(allowed('http://[fd12::5]:4000/cb', 'http://[fd00::/8]:*/cb')).toBe(true);
     expect(allowed('http://[2001:db8::1]:4000/cb', 'http://[fd00::/8]:*/cb')).toBe(false);
     expect(allowed('http://[::ffff:c0a8:1]:4000/cb', 'http://192.168.0.0/16:*/cb')).toBe(false);
+  });
+});
+
+describe('user information in a redirect address', () => {
+  const NATIVE = 'http://127.0.0.0/8:*/native';
+  const WITH_USER = ['http://evil.example@127.0.0.1:9999/native', 'http://user:pw@127.0.0.1:9999/native', 'http://@127.0.0.1:9999/native', 'http://evil.example:@127.0.0.1:9999/native'];
+
+  /** A standard authorization request of a client registered with `patterns`, as /sso/authorize reads it. */
+  const standardRequest = (redirectUri: string, patterns: string[]) =>
+    readAuthorizationRequest(
+      { response_type: 'code', client_id: 'native', redirect_uri: redirectUri, code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM', code_challenge_method: 'S256' },
+      {
+        findClient: async () => ({ id: 'native', name: 'Native app', enabled: true, grants: ['authorization_code'], redirectPatterns: patterns, scopes: [] }) as unknown as ClientEntity,
+        readIdTokenHint: async () => undefined,
+      },
+      'https://connect.example.com',
+    );
+
+  it.each(WITH_USER)('is refused by the one parser, so no matcher sees it: %s', (url) => {
+    expect(() => parseRedirectUrl(url)).toThrow(/user information/);
+    expect(readRedirectUrl(url)).toBeUndefined();
+    expect(() => parseRedirectPattern(url)).toThrow(/user information/);
+  });
+
+  it.each(WITH_USER)('is refused wherever a redirect address comes in: a standard request’s redirect_uri against a loopback range, a post-logout redirect: %s', async (url) => {
+    expect(await standardRequest(url, [NATIVE])).toEqual({ kind: 'page', message: "The request's redirect_uri is not one registered for Native app." });
+    expect(isPostLogoutRedirectRegistered(url, ['http://127.0.0.1:9999/native'])).toBe(false);
+  });
+
+  it('leaves the same address without it to the client that registered it', async () => {
+    const url = 'http://127.0.0.1:9999/native';
+    expect(isAppRedirectAllowed(parseRedirectUrl(url), [NATIVE])).toBe(true);
+    expect(isRedirectAllowed(parseRedirectUrl(url), [NATIVE])).toBe(true);
+    expect(await standardRequest(url, [NATIVE])).toMatchObject({ kind: 'request', request: { redirectUri: url } });
+    expect(isPostLogoutRedirectRegistered(url, [url])).toBe(true);
   });
 });

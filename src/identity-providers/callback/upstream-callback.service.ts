@@ -17,6 +17,8 @@ import { RelayService } from '../relay.service.js';
 import { SignInConfirmations } from '../sign-in-confirmations.js';
 import { ClientsService } from '../../clients/clients.service.js';
 import { Metrics } from '../../metrics/metrics.service.js';
+import { issuedAfterStamp } from '../../token/revocations.js';
+import { ENDED_SIGN_IN } from '../ended-sign-in.js';
 
 /**
  * What GET /sso/callback/NAME answers: a redirect, or a page; with a form, the device flow's
@@ -123,9 +125,11 @@ export class UpstreamCallbackService {
   }
 
   /** Broker mode: the linked portal user goes on as after a local sign-in, with the service's own tokens. */
-  private async broker({ provider, purpose, identity, stateHash }: SignedIn, csrfToken: string, requester: Requester): Promise<CallbackAnswer> {
+  private async broker({ provider, purpose, identity, stateHash, startedAt }: SignedIn, csrfToken: string, requester: Requester): Promise<CallbackAnswer> {
     const user = await this.users.linkUpstream(provider, identity.claims.sub, profileOf(identity.claims));
     if (user.disabledAt) return pageOf(403, 'Your account is disabled', `Your account has been disabled here by an administrator, so it cannot sign in. ${AGAIN}`);
+    // Signed out while at the provider: the stamp read here is what every later step compares with.
+    if (!issuedAfterStamp(startedAt, user.tokensValidAfter)) return pageOf(400, ENDED_SIGN_IN.title, ENDED_SIGN_IN.message);
     const refreshToken = identity.tokens.refresh_token;
     const sessionId = await this.sessions.create(provider.name, user.id, (id) => (refreshToken ? this.vault.seal(sessionContext(id), refreshToken) : null));
     this.events.emit('upstream.signed_in', { reason: 'broker', provider: provider.name, clientId: purpose.clientId, userId: user.id }, requester);

@@ -13,6 +13,7 @@ interface Options {
   displayName?: string;
   scope?: string[];
   mode?: string;
+  trustEmail?: boolean;
 }
 
 @Command({
@@ -32,7 +33,7 @@ export class IdpCreateCommand extends CommandRunner {
     const secret = await readClientSecret(this.vault);
     printJson(
       await this.providers.create(
-        { name: options.name, issuer: options.issuer, clientId: options.clientId, displayName: options.displayName, scopes: options.scope, mode: options.mode },
+        { name: options.name, issuer: options.issuer, clientId: options.clientId, displayName: options.displayName, scopes: options.scope, mode: options.mode, trustEmail: options.trustEmail },
         secret,
       ),
     );
@@ -66,5 +67,10 @@ export class IdpCreateCommand extends CommandRunner {
   @Option({ flags: '--mode <mode>', description: `${IDP_MODES.join(' or ')} (default: broker): whose tokens the devices get, the service's or the provider's` })
   parseMode(value: string) {
     return value;
+  }
+
+  @Option({ flags: '--trust-email', description: "pass on the provider's email_verified in the service's ID tokens and userinfo (default: off, they say false)" })
+  parseTrustEmail() {
+    return true;
   }
 }

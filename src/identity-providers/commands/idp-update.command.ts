@@ -9,6 +9,7 @@ interface Options {
   clientId?: string;
   scope?: string[];
   mode?: string;
+  trustEmail?: boolean;
 }
 
 @Command({
@@ -22,8 +23,9 @@ export class IdpUpdateCommand extends CommandRunner {
   }
 
   async run([name]: string[], options: Options): Promise<void> {
-    if (Object.values(options).every((value) => value === undefined)) throw invalidInput('nothing to change: give --display-name, --client-id, --scope or --mode');
-    printJson(await this.providers.update(name, { displayName: options.displayName, clientId: options.clientId, scopes: options.scope, mode: options.mode }));
+    if (Object.values(options).every((value) => value === undefined)) throw invalidInput('nothing to change: give --display-name, --client-id, --scope, --mode, --trust-email or --no-trust-email');
+    const { displayName, clientId, scope: scopes, mode, trustEmail } = options;
+    printJson(await this.providers.update(name, { displayName, clientId, scopes, mode, trustEmail }));
   }
 
   @Option({ flags: '--display-name <text>', description: 'the text of its button on the sign-in pages' })
@@ -44,5 +46,16 @@ export class IdpUpdateCommand extends CommandRunner {
   @Option({ flags: '--mode <mode>', description: `${IDP_MODES.join(' or ')}: applies to sign-ins that start afterwards` })
   parseMode(value: string) {
     return value;
+  }
+
+  @Option({ flags: '--trust-email', description: "pass on the provider's email_verified in the service's ID tokens and userinfo, from now on" })
+  parseTrustEmail() {
+    return true;
+  }
+
+  // Commander gives a switch's parser no value, and sets trustEmail to what it returns; with both defined, neither given leaves it unset.
+  @Option({ flags: '--no-trust-email', description: 'stop passing it on: they say email_verified false, from now on' })
+  parseNoTrustEmail() {
+    return false;
   }
 }

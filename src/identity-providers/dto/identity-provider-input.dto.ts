@@ -1,4 +1,4 @@
-import { ArrayMinSize, ArrayUnique, IsArray, IsIn, IsOptional, IsString, Matches, MaxLength, MinLength } from 'class-validator';
+import { ArrayMinSize, ArrayUnique, IsArray, IsBoolean, IsIn, IsOptional, IsString, Matches, MaxLength, MinLength } from 'class-validator';
 import { SCOPE_TOKEN } from '../../clients/dto/create-client.dto.js';
 import { PlainText, WellFormedText } from '../../common/validation/storable-text.js';
 import { IDP_MODES, type IdpMode, LOCAL_SIGN_IN } from '../identity-provider.entity.js';
@@ -36,6 +36,10 @@ export class IdentityProviderChangesDto {
   @IsOptional()
   @IsIn(IDP_MODES, { message: `--mode must be one of: ${IDP_MODES.join(', ')}` })
   mode?: IdpMode;
+
+  @IsOptional()
+  @IsBoolean({ message: '--trust-email is a switch' })
+  trustEmail?: boolean;
 }
 
 export class NewIdentityProviderDto extends IdentityProviderChangesDto {
