@@ -90,6 +90,18 @@ describe('waking the instances after a publish', () => {
     expect(watcher.on(PREVIOUS_RELEASE_CHANNEL)).toEqual([]);
   });
 
+  it('wakes recipient by recipient an instance of the previous release that starts listening, for what was published before this instance saw it', async () => {
+    await expect.poll(previousReleaseSeen, { timeout: 5000 }).toBe(false);
+    // It starts, and a publish commits before this instance's next look at PostgreSQL (once a second).
+    const previous = await watch(app.databaseUrl, PREVIOUS_RELEASE_LISTENER);
+    ends.push(previous.end);
+    await publishBatch(recipients.slice(6, 9));
+    // (Recipients of a publish just before it may be woken again too: a wake-up that finds nothing new costs one read.)
+    await expect.poll(() => previous.on(PREVIOUS_RELEASE_CHANNEL).map(({ payload }) => payload), { timeout: 5000 }).toEqual(
+      expect.arrayContaining(recipients.slice(6, 9).map((recipient) => recipient.id)),
+    );
+  });
+
   describe('a subscriber on this instance', () => {
     const streams: Stream[] = [];
     afterEach(async () => {
