@@ -76,6 +76,7 @@ export async function createApp(env: Env, databaseUrl: string, logger: Logger): 
       authorize: (request) => app.get(StreamAuthorizer).authorize(request),
       maxIncomingBytes: env.WS_MAX_INCOMING_BYTES,
       compression: env.WS_COMPRESSION,
+      closeTimeoutMs: env.WS_CLOSE_TIMEOUT_MS,
       afterClose: () => app.get(DeliveryService).flush(),
     }),
   );

@@ -70,7 +70,7 @@ async function main() {
     );
     await dataSource.query('VACUUM ANALYZE notifications');
     const env = Object.assign(new Env(), { DATABASE_LOCK_TIMEOUT_MS: 5_000 });
-    const repository = new NotificationsRepository(dataSource, env, { present: false } as PreviousReleaseListeners);
+    const repository = new NotificationsRepository(dataSource, env, { present: false, committedWithoutItsForm: () => {} } as unknown as PreviousReleaseListeners);
     const batch = (): NewNotification[] =>
       recipients.map((recipient) => ({ recipient, correlationId: randomUUID(), status: 'COMPLETED', payload: PAYLOAD, publishedBy: 'bench', retentionSeconds: 7 * 86_400 }));
     for (let warm = 0; warm < 5; warm++) await repository.insertBatch(batch());

@@ -237,6 +237,10 @@ export class Env {
   @Min(1024) @Max(64 * 1_048_576) @IsInt()
   WS_MAX_BUFFERED_BYTES: number = 1_048_576;
 
+  /** Milliseconds a stream that was told to close (slow, token expired, revoked, shutdown) has to take the rest before its socket is destroyed: ws's close timer for a WebSocket, the same bound for an event stream. */
+  @Min(100) @Max(300_000) @IsInt()
+  WS_CLOSE_TIMEOUT_MS: number = 30_000;
+
   /** Most stream connections one client may hold on an instance; the next one is closed with 1008. */
   @Min(1) @Max(1_000_000) @IsInt()
   WS_MAX_CONNECTIONS_PER_CLIENT: number = 100;

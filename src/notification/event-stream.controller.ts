@@ -6,7 +6,7 @@ import { ApiErrorResponse, RETRY_AFTER_HEADER } from '../common/errors/api-error
 import { Env } from '../config/env.js';
 import { BearerAuthenticator, BearerRejection } from './bearer-authenticator.js';
 import { ApiBearerRefusals, type AuthenticatedRequest, BearerGuard, Requires } from './bearer.guard.js';
-import { EVENT_STREAM_HEADERS, EventStream } from './event-streams.js';
+import { EVENT_STREAM_HEADERS, EventStream, type EventStreamGzip } from './event-streams.js';
 import { readResumePosition } from './resume-position.js';
 import { signingKeyOf } from './stream-authorizer.js';
 import { Streams } from './streams.service.js';
@@ -36,7 +36,7 @@ export class EventStreamController {
   @ApiOperation({
     summary: "The calling client's notifications as server-sent events (scope: the subscribe scope)",
     description:
-      'Each notification is `id: SEQ`, `event: notification`, `data:` the pushed JSON. `Last-Event-ID` (or `after`) resumes after that seq and confirms everything up to it. `event: reset` (`data: {"reason":"retention"|"epoch"}`) first when what was missed is no longer complete; `event: token-expired` then the end at the token\'s expiry; `event: shutdown` then the end when the instance stops; a comment line every heartbeat. gzip when accepted.',
+      'Each notification is `id: SEQ`, `event: notification`, `data:` the pushed JSON. `Last-Event-ID` (or `after`) resumes after that seq and confirms everything up to it. `event: reset` (`data: {"reason":"retention"|"epoch"}`) first when what was missed is no longer complete; `event: token-expired` then the end at the token\'s expiry; `event: shutdown` then the end when the instance stops; a comment line every heartbeat. gzip when accepted (unless WS_COMPRESSION=off; each event compressed on its own unless WS_COMPRESSION=context-takeover).',
   })
   @ApiHeader({ name: 'Last-Event-ID', required: false, description: 'the `id` of the last event received: the stream resumes after it' })
   @ApiQuery({ name: 'after', required: false, schema: { type: 'integer', minimum: 0 }, description: 'as Last-Event-ID, for clients that cannot set headers' })
@@ -71,10 +71,9 @@ export class EventStreamController {
     if (request.method === 'HEAD') return void reply.status(200).headers(EVENT_STREAM_HEADERS).send();
 
     reply.hijack();
-    const stream = EventStream.start(reply.raw, negotiated.encoding(['identity', 'gzip']) === 'gzip');
+    const stream = EventStream.start(reply.raw, { gzip: this.gzipOf(negotiated), closeTimeoutMs: this.env.WS_CLOSE_TIMEOUT_MS });
     const authorization = request.headers.authorization;
     const connection = this.streams.register(stream, { claims, kid: signingKeyOf(authorization?.trim().split(/ +/)[1]) });
-    reply.raw.once('close', () => this.streams.closed(connection));
     // Revoked meanwhile: false; not checkable (the database is away): thrown, and the stream ends with "reconnect later".
     const recheck = () =>
       this.authenticator.authenticate(authorization, this.env.DEFAULT_CLIENT_SCOPE).then(
@@ -85,5 +84,11 @@ export class EventStreamController {
         },
       );
     await this.streams.start(connection, recheck, resume);
+  }
+
+  /** gzip as WS_COMPRESSION says (none with `off`), when the client accepts it. */
+  private gzipOf(negotiated: Negotiator): EventStreamGzip | undefined {
+    if (this.env.WS_COMPRESSION === 'off' || negotiated.encoding(['identity', 'gzip']) !== 'gzip') return undefined;
+    return this.env.WS_COMPRESSION === 'context-takeover' ? 'context-takeover' : 'each-event';
   }
 }

@@ -20,34 +20,58 @@ const CLOSING_EVENTS: Partial<Record<number, string>> = {
 };
 
 /**
+ * How an event stream's gzip follows WS_COMPRESSION: `each-event` (`on`) compresses every event
+ * on its own, `context-takeover` lets an event refer back to the ones before it; with `off`, or a
+ * client that does not accept gzip, the stream is not compressed.
+ */
+export type EventStreamGzip = 'each-event' | 'context-takeover';
+
+export interface EventStreamOptions {
+  gzip?: EventStreamGzip;
+  /** Once the stream is ended, how long the client has to take what is left before its socket is destroyed (WS_CLOSE_TIMEOUT_MS). */
+  closeTimeoutMs: number;
+}
+
+/**
  * A notification stream as server-sent events (HTML Living Standard §9.2), for networks that
  * refuse WebSocket: each notification is `id: SEQ`, `event: notification`, `data: {the seed's
  * fields}`. The client confirms only when it resumes (`Last-Event-ID`), so nothing it was sent
- * counts as read before then. With gzip, every burst is flushed as it ends, so compression never
- * holds a notification back.
+ * counts as read before then. With gzip, every event (`each-event`) or every burst
+ * (`context-takeover`) is flushed as it ends, so compression never holds a notification back.
+ *
+ * An ended stream whose client does not take the rest (a reader that keeps TCP open and never
+ * reads) is destroyed after `closeTimeoutMs`, as ws's close timer cuts a WebSocket: until then
+ * it would hold its connection slot and its buffers.
  */
 export class EventStream implements StreamTransport, Outlet {
   readonly confirms = 'on-resume';
   readonly pongs = false;
   private ended = false;
+  private cut?: NodeJS.Timeout;
 
   private constructor(
     private readonly response: ServerResponse,
     private readonly out: Writable,
-    private readonly gzip?: Gzip,
-  ) {}
+    private readonly closeTimeoutMs: number,
+    private readonly gzip?: { compressor: Gzip; mode: EventStreamGzip },
+  ) {
+    response.once('close', () => {
+      clearTimeout(this.cut);
+      gzip?.compressor.destroy();
+    });
+  }
 
-  /** Starts the response (200 and the headers); gzip when the client accepts it. */
-  static start(response: ServerResponse, gzip: boolean): EventStream {
+  /** Starts the response (200 and the headers); gzip when `options.gzip` says how. */
+  static start(response: ServerResponse, { gzip, closeTimeoutMs }: EventStreamOptions): EventStream {
     response.writeHead(200, { ...EVENT_STREAM_HEADERS, ...(gzip && { 'Content-Encoding': 'gzip', Vary: 'Accept-Encoding' }) });
-    if (!gzip) return new EventStream(response, response);
-    // The stream's one gzip member keeps its context from event to event, so what repeats from the
-    // last notification costs a few bytes. A 1 KiB window holds a notification and the one before
-    // it; with a small hash table and output buffer, zlib's formula (zconf.h) gives about 13 KiB per stream.
+    if (!gzip) return new EventStream(response, response, closeTimeoutMs);
+    // One gzip member for the stream. A 1 KiB window holds a notification and, with context
+    // takeover, the one before it; with a small hash table and output buffer, zlib's formula
+    // (zconf.h) gives about 13 KiB per stream.
     const compressor = createGzip({ windowBits: 10, memLevel: 4, chunkSize: 1024 });
     compressor.pipe(response);
     compressor.on('error', () => response.destroy());
-    return new EventStream(response, compressor, compressor);
+    return new EventStream(response, compressor, closeTimeoutMs, { compressor, mode: gzip });
   }
 
   get isOpen(): boolean {
@@ -55,7 +79,7 @@ export class EventStream implements StreamTransport, Outlet {
   }
 
   get bufferedBytes(): number {
-    return this.response.writableLength + (this.gzip?.writableLength ?? 0);
+    return this.response.writableLength + (this.gzip?.compressor.writableLength ?? 0);
   }
 
   cork(): void {
@@ -93,6 +117,7 @@ export class EventStream implements StreamTransport, Outlet {
     if (event) this.event(event, JSON.stringify({ reason }));
     this.ended = true;
     this.out.end();
+    this.cut = setTimeout(() => this.response.destroy(), this.closeTimeoutMs);
   }
 
   closeSlow(): void {
@@ -102,6 +127,12 @@ export class EventStream implements StreamTransport, Outlet {
   terminate(): void {
     this.ended = true;
     this.response.destroy();
+  }
+
+  whenEnded(listener: () => void): void {
+    // A client gone before the stream started: its response's close event is already past.
+    if (this.response.destroyed || this.response.closed) listener();
+    else this.response.once('close', () => listener());
   }
 
   private event(name: string, data: string): void {
@@ -114,10 +145,13 @@ export class EventStream implements StreamTransport, Outlet {
     this.out.write(text, (error) => {
       if (!error) written?.();
     });
+    // Without context takeover each event is compressed alone: a full flush sends it and resets
+    // the dictionary, so what one publisher wrote never shapes the length of another's event.
+    if (this.gzip?.mode === 'each-event') this.gzip.compressor.flush(zlib.Z_FULL_FLUSH);
   }
 
-  /** gzip holds output until it has enough: a sync flush sends what was written so far. */
+  /** With context takeover, gzip holds output until it has enough: a sync flush sends what was written so far. */
   private flush(): void {
-    if (this.gzip && this.isOpen) this.gzip.flush(zlib.Z_SYNC_FLUSH);
+    if (this.gzip?.mode === 'context-takeover' && this.isOpen) this.gzip.compressor.flush(zlib.Z_SYNC_FLUSH);
   }
 }

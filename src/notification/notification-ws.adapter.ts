@@ -27,6 +27,8 @@ export interface StreamOptions {
   maxIncomingBytes: number;
   /** WS_COMPRESSION: whether permessage-deflate is negotiated, and with what context (stream-compression.ts). */
   compression: WsCompression;
+  /** WS_CLOSE_TIMEOUT_MS: how long a closing socket waits for the client's close frame before it is destroyed. */
+  closeTimeoutMs: number;
   /** Runs once every socket is closed (delivery cursors are saved then). */
   afterClose(): Promise<void>;
 }
@@ -93,6 +95,7 @@ export class NotificationWsAdapter extends WsAdapter {
     return super.create(port, {
       ...options,
       maxPayload: this.stream.maxIncomingBytes,
+      closeTimeout: this.stream.closeTimeoutMs,
       perMessageDeflate: perMessageDeflateOptions(this.stream.compression),
       // Protocol v2 when offered; otherwise as before (ws's default: the first offered, if any).
       handleProtocols: (offered: Set<string>) => (offered.has(PROTOCOL_V2) ? PROTOCOL_V2 : (offered.values().next().value ?? false)),

@@ -48,7 +48,6 @@ export class NotificationGateway implements OnGatewayConnection {
       if (!v2 && connection.subscriber) this.delivery.confirmPing(connection.subscriber, data);
     });
     if (v2) this.v2Messages.listen(socket, connection);
-    socket.once('close', () => this.streams.closed(connection));
     const recheck = async () => (await this.authorizer.recheck(request)).ok;
     // A v2 client always learns the epoch, and whether its history is complete, even without a position.
     await this.streams.start(connection, recheck, v2 ? (resumeOfUpgrade(request) ?? {}) : undefined);

@@ -241,8 +241,9 @@ export class NotificationsRepository {
    * recipients it reports busy and those nobody waits for any more (checked once the locks are
    * had, the last moment before the INSERT).
    */
-  private storeLocked(batch: NewNotification[], lock: (manager: EntityManager) => Promise<Set<string>>): Promise<InsertOutcome[]> {
-    return this.dataSource.transaction(async (manager) => {
+  private async storeLocked(batch: NewNotification[], lock: (manager: EntityManager) => Promise<Set<string>>): Promise<InsertOutcome[]> {
+    let wokenAlone: Set<string> | undefined;
+    const stored = await this.dataSource.transaction(async (manager) => {
       const busy = await lock(manager);
       const outcomes = batch.map((notification): InsertOutcome | undefined =>
         busy.has(notification.recipient) ? RECIPIENT_BUSY : notification.abandoned?.() ? ABANDONED : undefined,
@@ -257,20 +258,28 @@ export class NotificationsRepository {
         outcomes[index] = id === null ? UNKNOWN_RECIPIENT : { id, stored };
         if (stored) woken.add(batch[index].recipient);
       }
-      if (woken.size > 0) await this.wake(manager, woken);
+      if (woken.size > 0) wokenAlone = await this.wake(manager, woken);
       return outcomes as InsertOutcome[];
     });
+    if (wokenAlone) this.previousRelease.committedWithoutItsForm(wokenAlone);
+    return stored;
   }
 
-  /** Wakes every instance once for the transaction, and once per recipient those of the previous release. */
-  private async wake(manager: EntityManager, recipients: Set<string>): Promise<void> {
+  /**
+   * Wakes every instance once for the transaction, and once per recipient those of the previous
+   * release while one may be listening. Returns the recipients when their wake-up went without the
+   * previous release's form: PreviousReleaseListeners is told once the transaction commits.
+   */
+  private async wake(manager: EntityManager, recipients: Set<string>): Promise<Set<string> | undefined> {
     const payloads = wakePayloads(recipients);
     const channels = payloads.map(() => WAKE_CHANNEL);
-    if (this.previousRelease.present) {
+    const bothForms = this.previousRelease.present;
+    if (bothForms) {
       payloads.push(...recipients);
       channels.push(...Array.from(recipients, () => PREVIOUS_RELEASE_CHANNEL));
     }
     await WAKE.runIn(manager, [channels, payloads]);
+    return bothForms ? undefined : recipients;
   }
 
   /**

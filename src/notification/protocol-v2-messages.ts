@@ -41,7 +41,8 @@ export function readV2Message(data: RawData, isBinary: boolean): V2ClientMessage
  * A v2 stream's incoming messages. Acks go to the delivery (which never lets one confirm more
  * than was sent); a replacement token is checked like the upgrade's, one at a time (of several
  * sent meanwhile, the last one counts), and a valid one moves the stream's expiry, an invalid one
- * closes it with 4003.
+ * closes it with 4003. A valid one is checked again once the stream is re-keyed: one revoked in
+ * between closes it with 1008, as a revocation does.
  */
 @Injectable()
 export class ProtocolV2Messages {
@@ -58,8 +59,11 @@ export class ProtocolV2Messages {
       checking = true;
       try {
         const token = await this.authorizer.replacement(accessToken, connection.clientId);
-        if (token) this.streams.replaceToken(connection, token);
-        else socket.close(CloseCode.TOKEN_EXPIRED, 'the new token is not valid for this stream');
+        if (!token) return socket.close(CloseCode.TOKEN_EXPIRED, 'the new token is not valid for this stream');
+        this.streams.replaceToken(connection, token);
+        // A revocation of the new token that arrived during the check found the stream under the
+        // old one: asked again now that revocations name the new one, as the upgrade's re-check.
+        if (!(await this.authorizer.replacement(accessToken, connection.clientId))) socket.close(CloseCode.POLICY, 'revoked while the token was replaced');
       } catch {
         // It could not be checked (the database is away): the stream keeps its token until it expires.
       } finally {

@@ -12,4 +12,6 @@ export interface StreamTransport {
   ping(): void;
   /** Whether the client answers pings: one that missed its pong is gone. */
   readonly pongs: boolean;
+  /** Runs `listener` once when the connection's socket has ended: at once if it already has (its own close event is then past). */
+  whenEnded(listener: () => void): void;
 }

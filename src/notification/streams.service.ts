@@ -56,7 +56,12 @@ export class Streams implements BeforeApplicationShutdown {
     return undefined;
   }
 
-  /** Registers a stream let in (after `refusal`): from now on revocations find it. `closed` must be called when its transport closes. */
+  /**
+   * Registers a stream let in (after `refusal`): from now on revocations find it. Every stream,
+   * whatever carries it, is unregistered here exactly once when its socket ends, whenever that
+   * happens: a client that left while its checks were awaited (its close event already past) is
+   * unregistered at once, and never holds a share of WS_MAX_CONNECTIONS.
+   */
   register(stream: Stream, token: StreamToken): StreamConnection {
     this.metrics.wsConnects.inc();
     const connection: StreamConnection = {
@@ -69,6 +74,7 @@ export class Streams implements BeforeApplicationShutdown {
     };
     this.armExpiry(connection, token.claims.exp);
     this.connections.add(connection);
+    stream.whenEnded(() => this.closed(connection));
     return connection;
   }
 
@@ -95,8 +101,8 @@ export class Streams implements BeforeApplicationShutdown {
     }
   }
 
-  /** The stream's transport closed: it is no longer found, and what it confirmed is kept. */
-  closed(connection: StreamConnection): void {
+  /** The stream's socket ended: it is no longer found, and what it confirmed is kept. */
+  private closed(connection: StreamConnection): void {
     clearTimeout(connection.expiry);
     this.connections.delete(connection);
     if (connection.subscriber) this.delivery.unsubscribe(connection.subscriber);

@@ -52,6 +52,11 @@ abstract class WebSocketStream implements StreamTransport, Outlet {
     this.socket.close(CloseCode.TRY_AGAIN_LATER, 'too slow: reconnect to resume');
   }
 
+  whenEnded(listener: () => void): void {
+    if (this.socket.readyState === this.socket.CLOSED) listener();
+    else this.socket.once('close', () => listener());
+  }
+
   abstract begin(start: { epoch?: string; reset?: ResetReason }): void;
   abstract send(notification: StoredNotification, delivered: () => void): void;
   abstract burstSent(lastSeq: number): void;

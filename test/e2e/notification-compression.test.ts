@@ -1,14 +1,18 @@
+import { type IncomingHttpHeaders, request as httpRequest } from 'node:http';
+import { createGunzip } from 'node:zlib';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { clientToken, PUBLISH_SCOPE, type PublishBody, publish, pushedMessage, SUBSCRIBE_SCOPE, validNotification } from '../factories/notification.factory.js';
 import { createClient, type TestClient } from '../factories/oauth.factory.js';
+import { eventually, SSE_PATH } from '../factories/stream-clients.js';
 import { openStream, type Stream } from '../factories/stream.factory.js';
 import { startTestApp, type TestApp } from '../setup/test-app.js';
 
 /**
  * permessage-deflate on the notification stream (WS_COMPRESSION), seen from real `ws` clients:
  * what the 101 answer negotiates, that notifications arrive intact and in order whether sent one
- * at a time or in a burst, and the bytes they take on the wire.
+ * at a time or in a burst, and the bytes they take on the wire. The event stream's gzip follows
+ * the same setting, seen from a raw HTTP client that counts the compressed bytes.
  */
 
 const STREAM_PATH = '/voyage/notification/v1/ws/products';
@@ -56,6 +60,45 @@ async function publishBurst(app: TestApp, token: string, recipient: string, coun
   });
   if (response.status !== 202) throw new Error(`batch answered ${response.status}: ${await response.text()}`);
   return bodies;
+}
+
+const eventStreams: (() => void)[] = [];
+afterEach(() => {
+  for (const close of eventStreams.splice(0)) close();
+});
+
+/** An event stream asked for with `Accept-Encoding: gzip`, read as it arrives: the compressed bytes so far and the text they inflate to. */
+async function openGzipEventStream(app: TestApp, client: TestClient) {
+  const token = await clientToken(app, client);
+  let compressed = 0;
+  let text = '';
+  const response = await new Promise<{ headers: IncomingHttpHeaders; on(event: 'data', listener: (chunk: Buffer) => void): unknown; pipe<T extends NodeJS.WritableStream>(to: T): T }>((resolve, reject) => {
+    const request = httpRequest(`${app.baseUrl}${SSE_PATH}`, { agent: false, headers: { authorization: `Bearer ${token}`, 'accept-encoding': 'gzip' } }, resolve);
+    request.on('error', reject);
+    request.end();
+    eventStreams.push(() => request.destroy());
+  });
+  response.on('data', (chunk: Buffer) => (compressed += chunk.length));
+  const inflater = createGunzip();
+  inflater.on('error', () => {});
+  inflater.on('data', (chunk: Buffer) => (text += chunk.toString()));
+  if (response.headers['content-encoding'] === 'gzip') response.pipe(inflater);
+  else response.on('data', (chunk: Buffer) => (text += chunk.toString()));
+  await eventually(() => text.includes(': stream open'), 5_000, 'the stream to open');
+  return { headers: response.headers, compressedBytes: () => compressed, text: () => text };
+}
+
+/** The compressed bytes each of two notifications, alike but for their correlation ids, costs on `stream` when published one after the other. */
+async function costOfTwoAlike(app: TestApp, publisherToken: string, recipient: string, stream: Awaited<ReturnType<typeof openGzipEventStream>>): Promise<[number, number]> {
+  const costs: number[] = [];
+  for (let index = 0; index < 2; index++) {
+    const before = stream.compressedBytes();
+    const body = validNotification(recipient);
+    expect((await publish(app, publisherToken, body)).status).toBe(202);
+    await eventually(() => stream.text().includes(body.correlationId), 5_000, 'the notification');
+    costs.push(stream.compressedBytes() - before);
+  }
+  return costs as [number, number];
 }
 
 /** The stream got exactly `bodies`, as pushed, in order; returns the bytes of their text. */
@@ -111,6 +154,16 @@ describe('WS_COMPRESSION=on (the default)', () => {
     expect(await stream.closed).toMatchObject({ code: 1009 });
   });
 
+  it('compresses each event of an event stream on its own: a notification like the one before it costs as many bytes', async () => {
+    // A subscriber of its own: what an event stream is sent stays unconfirmed, and would come again to the others' streams.
+    const { subscriber: reader } = await parties(app);
+    const stream = await openGzipEventStream(app, reader);
+    expect(stream.headers['content-encoding']).toBe('gzip');
+    const [first, second] = await costOfTwoAlike(app, publisherToken, reader.id, stream);
+    // Nothing of the first shortens the second (context takeover makes it a fraction: below).
+    expect(second).toBeGreaterThan(0.85 * first);
+  });
+
   it('refuses with 400 a client that asks for a window smaller than 1 KiB (server_max_window_bits=9)', async () => {
     const socket = new WebSocket(`${app.baseUrl.replace(/^http/, 'ws')}${STREAM_PATH}`, {
       headers: { authorization: `Bearer ${await clientToken(app, subscriber)}` },
@@ -145,6 +198,15 @@ describe('WS_COMPRESSION=context-takeover', () => {
     expect(stream.bytesRead()).toBeLessThan(0.4 * text);
   });
 
+  it('lets an event of an event stream refer back to the one before it: a notification like the one before costs a fraction', async () => {
+    // A subscriber of its own: what an event stream is sent stays unconfirmed, and would come again to the others' streams.
+    const { subscriber: reader } = await parties(app);
+    const stream = await openGzipEventStream(app, reader);
+    expect(stream.headers['content-encoding']).toBe('gzip');
+    const [first, second] = await costOfTwoAlike(app, publisherToken, reader.id, stream);
+    expect(second).toBeLessThan(0.6 * first);
+  });
+
   it('keeps no context for a client that asks for none', async () => {
     const stream = await connect(app, subscriber, { perMessageDeflate: { serverNoContextTakeover: true } });
     expect(stream.upgradeHeaders['sec-websocket-extensions']).toBe('permessage-deflate; server_no_context_takeover; client_no_context_takeover; server_max_window_bits=10');
@@ -170,5 +232,14 @@ describe('WS_COMPRESSION=off', () => {
     expect(stream.upgradeHeaders['sec-websocket-extensions']).toBeUndefined();
     const text = await expectReceived(stream, await publishOneByOne(app, publisherToken, subscriber.id, COUNT));
     expect(stream.bytesRead()).toBeGreaterThanOrEqual(text);
+  });
+
+  it('sends an event stream uncompressed to a client that accepts gzip', async () => {
+    const { subscriber: reader } = await parties(app);
+    const stream = await openGzipEventStream(app, reader);
+    expect(stream.headers['content-encoding']).toBeUndefined();
+    const body = validNotification(reader.id);
+    expect((await publish(app, publisherToken, body)).status).toBe(202);
+    await eventually(() => stream.text().includes(body.correlationId), 5_000, 'the notification');
   });
 });

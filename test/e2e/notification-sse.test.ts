@@ -1,9 +1,12 @@
-import { request as httpRequest } from 'node:http';
+import { type IncomingMessage, request as httpRequest } from 'node:http';
 import { gunzipSync } from 'node:zlib';
+import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { clientToken, PUBLISH_SCOPE, pushedMessage } from '../factories/notification.factory.js';
+import { ClientsRepository } from '../../src/clients/clients.repository.js';
+import { clientToken, PUBLISH_SCOPE, pushedMessage, validNotification } from '../factories/notification.factory.js';
 import { createClient, type TestClient } from '../factories/oauth.factory.js';
 import { closeStreamClients, eventually, openSse, openV2, publishTo, SSE_PATH, subscriberClient } from '../factories/stream-clients.js';
+import { query } from '../setup/database.js';
 import { startTestApp, type TestApp } from '../setup/test-app.js';
 
 // The notification stream as server-sent events, with the `eventsource` package (a WHATWG
@@ -35,6 +38,26 @@ function rawStream(baseUrl: string, headers: Record<string, string>, stop: Promi
     request.end();
   });
 }
+
+/** A value of the app's /metrics (`name` with its labels, if any). */
+async function metric(app: TestApp, name: string): Promise<number | undefined> {
+  const line = (await (await fetch(`${app.baseUrl}/metrics`)).text()).split('\n').find((row) => row.startsWith(`${name} `));
+  return line === undefined ? undefined : Number(line.slice(name.length + 1));
+}
+
+/** Waits until some statement of the service waits for a lock (up to 5 s). */
+async function untilSomeoneWaitsForALock(app: TestApp): Promise<void> {
+  await eventually(async () => {
+    const [{ waiting }] = await query<{ waiting: number }>(app.databaseUrl, `SELECT count(*)::int AS waiting FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`);
+    return waiting > 0;
+  }, 5_000, 'a statement waiting for the lock');
+}
+
+const withinMs = <T>(promise: Promise<T>, ms: number) =>
+  Promise.race([promise, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`nothing within ${ms} ms`)), ms))]);
+
+/** The HTTP server's open connections. */
+const serverConnections = (app: TestApp) => new Promise<number>((resolve, reject) => app.app.getHttpServer().getConnections((error, count) => (error ? reject(error) : resolve(count))));
 
 afterEach(() => closeStreamClients());
 
@@ -135,6 +158,36 @@ describe('server-sent events', () => {
     }
   });
 
+  it('gives back the slot of a stream request dropped while its token was being checked: the client’s next streams are let in', async () => {
+    await freshSubscriber();
+    // The bearer check reads the client from PostgreSQL (its cached copy dropped), where the test holds the table.
+    app.get(ClientsRepository).forget(client.id);
+    const lock = new pg.Client({ connectionString: app.databaseUrl, application_name: 'test-lock-holder' });
+    await lock.connect();
+    try {
+      await lock.query('BEGIN');
+      await lock.query('LOCK TABLE clients IN ACCESS EXCLUSIVE MODE');
+      const streamsBefore = (await metric(app, 'ws_connections_total')) ?? 0;
+      const connectionsBefore = await serverConnections(app);
+      const request = httpRequest(`${app.baseUrl}${SSE_PATH}`, { agent: false, headers: { Authorization: `Bearer ${token}` } });
+      request.on('error', () => {});
+      request.end();
+      await untilSomeoneWaitsForALock(app);
+      // The client gives up while the check waits, and the server has seen its connection end.
+      request.destroy();
+      await eventually(async () => (await serverConnections(app)) <= connectionsBefore, 5_000, 'the server to see the client leave');
+      await lock.query('ROLLBACK');
+      // The check then passes and the stream is let in, for a client that is gone: it must not stay counted.
+      await eventually(async () => (await metric(app, 'ws_connections_total')) === streamsBefore + 1, 5_000, 'the dropped request’s stream');
+      await eventually(async () => (await metric(app, 'ws_connections_open')) === 0, 5_000, 'no stream open');
+    } finally {
+      await lock.end();
+    }
+    // The client's whole share (WS_MAX_CONNECTIONS_PER_CLIENT=2) is its own again.
+    const [first, second] = [await openSse(app.baseUrl, token), await openSse(app.baseUrl, token)];
+    expect([first.opens, second.opens]).toEqual([1, 1]);
+  });
+
   it('counts in the same capacity as WebSocket streams: 503 with Retry-After past the client’s share', async () => {
     await freshSubscriber();
     const [ws, sse] = [await openV2(app.baseUrl, token), await openSse(app.baseUrl, token)];
@@ -157,6 +210,43 @@ describe('server-sent events: how a stream ends', () => {
       expect(answer.ended).toBe(true);
       expect(answer.body.toString()).toMatch(/event: token-expired\ndata: \{"reason":"token expired"\}\n\n$/);
       expect(Date.now() - started).toBeLessThan(8_000);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('destroys a stream closed as slow after WS_CLOSE_TIMEOUT_MS though its reader keeps the connection open without reading, and gives back its slot', async () => {
+    const app = await startTestApp({ WS_MAX_BUFFERED_BYTES: '1024', WS_CLOSE_TIMEOUT_MS: '500' });
+    try {
+      const client = await subscriberClient(app);
+      const token = await clientToken(app, client);
+      const publisher = await clientToken(app, await createClient(app, { grants: ['client_credentials'], scopes: [PUBLISH_SCOPE] }), PUBLISH_SCOPE);
+      // A reader that takes the headers, then nothing: the kernel's buffers fill, then the server's.
+      const response = await new Promise<IncomingMessage>((resolve, reject) => {
+        const request = httpRequest(`${app.baseUrl}${SSE_PATH}`, { agent: false, headers: { Authorization: `Bearer ${token}` } }, resolve);
+        request.on('error', reject);
+        request.end();
+      });
+      response.socket.pause();
+      const ended = new Promise<{ complete: boolean }>((resolve) => response.once('close', () => resolve({ complete: response.complete })));
+      response.on('error', () => {});
+      await eventually(async () => (await metric(app, 'ws_connections_open')) === 1, 5_000, 'the stream');
+      // More than the kernel's socket buffers hold (a few MB) plus WS_MAX_BUFFERED_BYTES: the stream gets 5 s to drain, then is closed as slow.
+      const bulky = Array.from({ length: 30 }, (_, index) => `${index}`.padEnd(1_990, '.'));
+      for (let batch = 0; batch < 2; batch++) {
+        const published = await fetch(`${app.baseUrl}/voyage/notification/v1/notifications/batch`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${publisher}` },
+          body: JSON.stringify(Array.from({ length: 60 }, () => validNotification(client.id, { warnings: bulky }))),
+        });
+        expect(published.status).toBe(202);
+      }
+      // Closed, and cut WS_CLOSE_TIMEOUT_MS later, while the reader still reads nothing.
+      await eventually(async () => (await metric(app, 'ws_connections_open')) === 0, 12_000, 'the slot given back');
+      // What the server still held was dropped with its socket: the reader never gets the response's end.
+      response.socket.resume();
+      response.resume();
+      expect(await withinMs(ended, 5_000)).toEqual({ complete: false });
     } finally {
       await app.close();
     }

@@ -75,8 +75,9 @@ describe('waking the instances after a publish', () => {
     const previous = await watch(app.databaseUrl, PREVIOUS_RELEASE_LISTENER);
     await expect.poll(previousReleaseSeen, { timeout: 5000 }).toBe(true);
     await publishBatch(recipients.slice(0, 3));
-    await expect.poll(() => previous.on(PREVIOUS_RELEASE_CHANNEL).map(({ payload }) => payload).sort(), { timeout: 5000 }).toEqual(
-      recipients.slice(0, 3).map((recipient) => recipient.id).sort(),
+    // (Recipients of a publish shortly before it was seen may be woken again too: see the next test.)
+    await expect.poll(() => previous.on(PREVIOUS_RELEASE_CHANNEL).map(({ payload }) => payload), { timeout: 5000 }).toEqual(
+      expect.arrayContaining(recipients.slice(0, 3).map((recipient) => recipient.id)),
     );
     expect(previous.on(WAKE_CHANNEL)).toHaveLength(1);
 
@@ -88,6 +89,18 @@ describe('waking the instances after a publish', () => {
     await expect.poll(() => watcher.on(WAKE_CHANNEL).length, { timeout: 5000 }).toBe(1);
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(watcher.on(PREVIOUS_RELEASE_CHANNEL)).toEqual([]);
+  });
+
+  it('wakes recipient by recipient an instance of the previous release that starts listening, for what was published before this instance saw it', async () => {
+    await expect.poll(previousReleaseSeen, { timeout: 5000 }).toBe(false);
+    // It starts, and a publish commits before this instance's next look at PostgreSQL (once a second).
+    const previous = await watch(app.databaseUrl, PREVIOUS_RELEASE_LISTENER);
+    ends.push(previous.end);
+    await publishBatch(recipients.slice(6, 9));
+    // (Recipients of a publish shortly before it may be woken again too: a wake-up that finds nothing new costs one read.)
+    await expect.poll(() => previous.on(PREVIOUS_RELEASE_CHANNEL).map(({ payload }) => payload), { timeout: 5000 }).toEqual(
+      expect.arrayContaining(recipients.slice(6, 9).map((recipient) => recipient.id)),
+    );
   });
 
   describe('a subscriber on this instance', () => {

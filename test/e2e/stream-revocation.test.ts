@@ -2,10 +2,12 @@ import { decodeJwt } from 'jose';
 import pg from 'pg';
 import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ClientsRepository } from '../../src/clients/clients.repository.js';
 import { ClientsService } from '../../src/clients/clients.service.js';
 import { type AccessTokenClaims, AccessTokens } from '../../src/token/access-tokens.service.js';
 import { clientToken, SUBSCRIBE_SCOPE } from '../factories/notification.factory.js';
 import { createClient, createUser, type TestClient } from '../factories/oauth.factory.js';
+import { openV2 } from '../factories/stream-clients.js';
 import { openStream, type Stream } from '../factories/stream.factory.js';
 import { issueTokens, LOOPBACK_PATTERN, LOOPBACK_REDIRECT, type PortalUser, refresh, revoke } from '../factories/token-flow.factory.js';
 import { query } from '../setup/database.js';
@@ -31,7 +33,7 @@ const historyStatus = async (app: TestApp, token: string) =>
   (await fetch(`${app.baseUrl}${HISTORY}`, { headers: { authorization: `Bearer ${token}` } })).status;
 
 /** Resolves with the close code, or 'open' if the stream is still open after `ms`. */
-const closedWithin = (stream: Stream, ms: number) =>
+const closedWithin = (stream: { closed: Promise<{ code: number }> }, ms: number) =>
   Promise.race([stream.closed.then(({ code }) => code), new Promise<'open'>((resolve) => setTimeout(() => resolve('open'), ms))]);
 
 describe('stream connections per client', () => {
@@ -169,31 +171,43 @@ describe('a revocation that lands while a stream is being let in', () => {
   });
 
   /**
-   * Opens a stream on `second` whose upgrade is held between its revocation check and its
-   * registration: `second` has never seen the token's client, so after checking the revoked
-   * tokens and grants it reads the client, and waits behind a lock on `clients` held from the
-   * test's own session. `revokeMeanwhile` runs while it waits; the stream opens once the lock goes.
+   * Runs `check` on `second` held between its revocation check and what follows it: `second` has
+   * not seen (or has forgotten) the token's client, so after checking the revoked tokens and
+   * grants it reads the client, and waits behind a lock on `clients` held from the test's own
+   * session. `revokeMeanwhile` runs while it waits (and `second` hears of it); the check goes on
+   * once the lock goes.
    */
-  async function openWhileRevoked(token: string, revokeMeanwhile: () => Promise<void>): Promise<Stream> {
+  async function revokeWhileChecking(check: () => void, token: string, revokeMeanwhile: () => Promise<void>): Promise<void> {
     const session = new pg.Client({ connectionString: first.databaseUrl });
     await session.connect();
-    let opening: Promise<Stream> | undefined;
     try {
       await session.query('BEGIN');
       await session.query('LOCK TABLE clients IN ACCESS EXCLUSIVE MODE');
-      opening = openStream(second.baseUrl, token);
-      opening.catch(() => {}); // awaited below, unless a step before fails
-      // The only lock there is to wait for is this one.
+      check();
+      // The only lock there is to wait for is this one (the heartbeat may read the client behind it too).
       const waiting = async () =>
-        (await session.query("SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'voyage-connect' AND wait_event_type = 'Lock'")).rowCount;
-      await expect.poll(waiting, { timeout: 5_000, interval: 20 }).toBe(1);
+        (await session.query("SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'voyage-connect' AND wait_event_type = 'Lock'")).rowCount ?? 0;
+      await expect.poll(waiting, { timeout: 5_000, interval: 20 }).toBeGreaterThanOrEqual(1);
       await revokeMeanwhile();
       // The second instance has heard of it: what it closes now, it closes without this stream.
       await expect.poll(() => second.get(AccessTokens).isRevoked(decodeJwt(token) as unknown as AccessTokenClaims), { timeout: 5_000, interval: 20 }).toBe(true);
     } finally {
       await session.query('ROLLBACK').finally(() => session.end());
     }
-    return opening;
+  }
+
+  /** Opens a stream on `second` whose upgrade is held between its revocation check and its registration (revokeWhileChecking). */
+  async function openWhileRevoked(token: string, revokeMeanwhile: () => Promise<void>): Promise<Stream> {
+    let opening: Promise<Stream> | undefined;
+    await revokeWhileChecking(
+      () => {
+        opening = openStream(second.baseUrl, token);
+        opening.catch(() => {}); // awaited below, unless a step before fails
+      },
+      token,
+      revokeMeanwhile,
+    );
+    return opening!;
   }
 
   it('closes with 1008 a stream whose access token was revoked at /sso/revoke meanwhile', async () => {
@@ -213,5 +227,21 @@ describe('a revocation that lands while a stream is being let in', () => {
       expect((await revoke(first, app, issued.refresh_token)).status).toBe(200);
     });
     expect(await closedWithin(stream, 3_000)).toBe(1008);
+  });
+
+  it('closes with 1008 a protocol v2 stream whose replacement token was revoked while the replacement was being checked', async () => {
+    const device = await createClient(first, { grants: ['client_credentials'] });
+    const stream = await openV2(second.baseUrl, await clientToken(first, device));
+    try {
+      const replacement = await clientToken(first, device);
+      // Read at the upgrade: the replacement's check reads the client again, behind the lock.
+      second.get(ClientsRepository).forget(device.id);
+      await revokeWhileChecking(() => stream.replaceToken(replacement), replacement, async () => {
+        expect((await revoke(first, device, replacement)).status).toBe(200);
+      });
+      expect(await closedWithin(stream, 3_000)).toBe(1008);
+    } finally {
+      stream.close();
+    }
   });
 });

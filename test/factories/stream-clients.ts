@@ -156,9 +156,9 @@ export function openSse(baseUrl: string, token: string, options: SseOptions = {}
 }
 
 /** Polls until `condition` holds, or fails after `ms` naming `what`. */
-export async function eventually(condition: () => boolean, ms: number, what: string): Promise<void> {
+export async function eventually(condition: () => boolean | Promise<boolean>, ms: number, what: string): Promise<void> {
   const deadline = Date.now() + ms;
-  while (!condition()) {
+  while (!(await condition())) {
     if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }

@@ -25,7 +25,7 @@ describe('NotificationsRepository.insertBatch', () => {
     for (let index = 0; index < 2; index++) dataSources.push(await new DataSource(await dataSourceOptions(url, 6, LIMITS)).initialize());
     await runMigrations(dataSources[0]);
     // A fleet of this release only: one wake-up per transaction.
-    const noPreviousRelease = { present: false } as PreviousReleaseListeners;
+    const noPreviousRelease = { present: false, committedWithoutItsForm: () => {} } as unknown as PreviousReleaseListeners;
     instances = dataSources.map((dataSource) => new NotificationsRepository(dataSource, env, noPreviousRelease));
     for (const id of RECIPIENTS) await query(url, `INSERT INTO clients (id, name, grants, secret_hash) VALUES ($1, $1, '{}', '\\x00')`, [id]);
   });
