@@ -1,11 +1,15 @@
+import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { seal } from '../../src/keys/key-encryption.js';
+import { query } from '../setup/database.js';
 import { freePort } from '../setup/free-port.js';
 import { runCli, spawnService } from '../setup/processes.js';
+import { startTestApp } from '../setup/test-app.js';
 
 /** Runs the built service with `env` to its exit; its code, everything it wrote, and how long it took. */
 async function refusedStart(env: Record<string, string>) {
@@ -95,6 +99,29 @@ describe('start-up errors', () => {
     expect(result.output).toBe(`${line}\n`);
     const cli = await runCli(['user:list'], { env: { KEYS_ENCRYPTION_KEY: key } });
     expect(cli.stderr).toBe(`error: ${line}\n`);
+  });
+
+  it('an identity provider whose stored client secret KEYS_ENCRYPTION_KEY does not open, or no key at all: one line naming it, and the signing keys left as they were', async () => {
+    const kek = randomBytes(32);
+    const migrated = await startTestApp();
+    await migrated.close();
+    const url = migrated.databaseUrl;
+    await query(url, `INSERT INTO identity_providers (name, issuer, client_id, client_secret_sealed, display_name, scopes, mode) VALUES ('corp', 'https://login.example.com', 'vc', $1, 'Corp account', '{openid}', 'broker')`, [
+      seal(kek, 'idp:corp', 'the-provider-secret'),
+    ]);
+    const signingKeys = () => query(url, 'SELECT kid, private_key_pem IS NULL AS sealed FROM signing_keys ORDER BY kid');
+    const before = await signingKeys();
+    const wrongKey = 'KEYS_ENCRYPTION_KEY does not open the client secret of identity provider "corp": set it (in .env) to the key it was stored with, the one idp:create ran with';
+    const result = await refusedStart({ DATABASE_URL: url, KEYS_ENCRYPTION_KEY: randomBytes(32).toString('hex'), PORT: String(await freePort()), HOST: '127.0.0.1' });
+    expect(result.code).toBe(1);
+    expect(result.output.split('\n').filter((text) => text && !text.startsWith('{'))).toEqual([wrongKey]);
+    expect(result.output).not.toMatch(/"level":"(error|fatal)"|UpstreamVaultError|    at /);
+    // Without a key, the same refusal (the service in this process: the line is the error's message).
+    await expect(startTestApp({}, url)).rejects.toThrow(
+      /^identity provider "corp" is registered, but KEYS_ENCRYPTION_KEY is not set: set it \(in \.env\) to the key idp:create ran with, as signing in there stores secrets encrypted with it$/,
+    );
+    // A wrong key sealed nothing on its way out: the right one still opens everything.
+    expect(await signingKeys()).toEqual(before);
   });
 
   it('TLS files that cannot be read, or are no certificate and key, a HOST that is not this machine, a DATA_DIR that is a file: one line each, before an embedded PostgreSQL is made', async () => {
