@@ -17,6 +17,7 @@ import { MetricsModule } from './metrics/metrics.module.js';
 import { NotificationModule } from './notification/notification.module.js';
 import { OAuthHelperModule } from './oauth-helper/oauth-helper.module.js';
 import { OidcModule } from './oidc/oidc.module.js';
+import { PortalModule } from './portal/portal.module.js';
 import { TokenModule } from './token/token.module.js';
 import { UsersModule } from './users/users.module.js';
 
@@ -44,6 +45,7 @@ export class AppModule {
         NotificationModule,
         OidcModule,
         HealthModule,
+        PortalModule,
       ],
       providers: [
         { provide: APP_FILTER, useClass: ExceptionRoutingFilter },

@@ -124,7 +124,7 @@ describe('start-up errors', () => {
     expect(await signingKeys()).toEqual(before);
   });
 
-  it('TLS files that cannot be read, or are no certificate and key, a HOST that is not this machine, a DATA_DIR that is a file: one line each, before an embedded PostgreSQL is made', async () => {
+  it('TLS files that cannot be read, or are no certificate and key, a HOST that is not this machine, a DATA_DIR that is a file, a portal logo that cannot be read or is no image: one line each, before an embedded PostgreSQL is made', async () => {
     const folder = join(dataDir, 'listen');
     const notPem = join(dataDir, 'not-a-certificate.txt');
     await writeFile(notPem, 'hello\n');
@@ -132,6 +132,7 @@ describe('start-up errors', () => {
       [{ TLS_CERT_FILE: '/nonexistent/cert.pem', TLS_KEY_FILE: '/nonexistent/key.pem' }, 'Invalid configuration: TLS_CERT_FILE /nonexistent/cert.pem cannot be read (ENOENT)'],
       [{ TLS_CERT_FILE: notPem, TLS_KEY_FILE: notPem }, /^Invalid configuration: TLS_CERT_FILE and TLS_KEY_FILE must be a PEM certificate and its private key \(.*PEM.*\)\n$/],
       [{ DATA_DIR: notPem }, `DATA_DIR ${notPem} is a file, not a folder: set DATA_DIR to a folder this account may write, or DATABASE_URL to a PostgreSQL of your own`],
+      [{ PORTAL_LOGO_FILE: '/nonexistent/logo.png' }, 'Invalid configuration: PORTAL_LOGO_FILE /nonexistent/logo.png cannot be read (ENOENT)'],
       [{ HOST: '192.0.2.1' }, 'HOST 192.0.2.1 is not an address of this machine (EADDRNOTAVAIL): set HOST to one of its addresses, 0.0.0.0 for all of them, or 127.0.0.1 for this machine only'],
     ];
     for (const [env, line] of cases) {
