@@ -17,14 +17,7 @@ button { width: 100%; margin-top: 1.5rem; font: inherit; font-weight: 600; paddi
 button.secondary { margin-top: .75rem; background: transparent; color: var(--accent); border: 1px solid var(--accent); }
 .error { color: var(--error); border-left: 4px solid var(--error); padding-left: .75rem; }
 .notice { border-left: 4px solid var(--success); padding-left: .75rem; }
-.header.portal { display: flex; align-items: center; gap: .625rem; margin: 0 0 1.75rem; padding-bottom: .75rem; border-bottom: 1px solid rgba(127, 127, 127, .35); color: var(--muted); font-weight: 600; }
-header.portal img { height: 2rem; width: auto; max-width: 8rem; object-fit: contain; }
-a.button { display: block; margin-top: .75rem; padding: .75rem; border: 1px solid var(--accent); border-radius: .375rem; color: var(--accent); font-weight: 600; text-align: center; text-decoration: none; }
-a.button:focus { outline: 3px solid var(--accent); outline-offset: 2px; }
-a.button + p { margin-top: 1.5rem; }
-ul.links { margin: 0 0 1rem; padding-left: 1.25rem; }
-ul.links li + li { margin-top: .375rem; }
-code { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-weight: 600; letter-spacing: .1em; white-space: nowrap; }
+.code { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-weight: 600; letter-spacing: .1em; white-space: nowrap; }
 input.code { font-size: 1.5rem; letter-spacing: .15em; text-transform: uppercase; }
 p.code { font-size: 1.75rem; text-align: center; padding: .5rem; border: 1px dashed #8a8a8a; border-radius: .375rem; }
 .hint { color: var(--muted); font-size: .875rem; margin-top: .25rem; }
@@ -38,6 +31,7 @@ ul.scopes { margin: 0 0 1rem; padding-left: 1.25rem; }
 ul.scopes li + li { margin-top: .375rem; }
 header.portal { display: flex; align-items: center; gap: .625rem; margin: 0 0 1.75rem; padding-bottom: .75rem; border-bottom: 1px solid rgba(127, 127, 127, .35); color: var(--muted); font-weight: 600; }
 header.portal img { height: 2rem; width: auto; max-width: 8rem; object-fit: contain; }
+a { color: var(--accent); }
 a.button { display: block; margin-top: .75rem; padding: .75rem; border: 1px solid var(--accent); border-radius: .375rem; color: var(--accent); font-weight: 600; text-align: center; text-decoration: none; }
 a.button:focus { outline: 3px solid var(--accent); outline-offset: 2px; }
 a.button + p { margin-top: 1.5rem; }
