@@ -7,6 +7,8 @@
 FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
+# npm ci's preinstall check of the Node version.
+COPY scripts/check-node.mjs ./scripts/
 # No optional dependencies: the build needs no PostgreSQL.
 RUN --mount=type=cache,target=/root/.npm npm ci --omit=optional
 COPY tsconfig.json tsconfig.build.json tsconfig.migrations.json nest-cli.json ./
@@ -21,6 +23,7 @@ FROM node:24-bookworm-slim
 ENV NODE_ENV=production
 WORKDIR /app
 COPY package.json package-lock.json ./
+COPY scripts/check-node.mjs ./scripts/
 # argon2 installs a prebuilt binary: no compiler is needed.
 RUN --mount=type=cache,target=/root/.npm npm ci --omit=dev --omit=optional
 COPY --from=build /app/dist ./dist

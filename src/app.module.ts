@@ -8,6 +8,7 @@ import type { Env } from './config/env.js';
 import { DatabaseModule } from './database/database.module.js';
 import { DeviceFlowModule } from './device-flow/device-flow.module.js';
 import { UpstreamCallbackModule } from './identity-providers/callback/upstream-callback.module.js';
+import { IdentityProvidersInstanceModule } from './identity-providers/identity-providers-instance.module.js';
 import { ExceptionRoutingFilter } from './exception-routing.filter.js';
 import { HealthModule } from './health/health.module.js';
 import { KeysInstanceModule } from './keys/keys-instance.module.js';
@@ -16,6 +17,7 @@ import { MetricsModule } from './metrics/metrics.module.js';
 import { NotificationModule } from './notification/notification.module.js';
 import { OAuthHelperModule } from './oauth-helper/oauth-helper.module.js';
 import { OidcModule } from './oidc/oidc.module.js';
+import { PortalModule } from './portal/portal.module.js';
 import { TokenModule } from './token/token.module.js';
 import { UsersModule } from './users/users.module.js';
 
@@ -38,9 +40,12 @@ export class AppModule {
         OAuthHelperModule,
         DeviceFlowModule,
         UpstreamCallbackModule,
+        // Stops the start when KEYS_ENCRYPTION_KEY cannot open the providers' stored secrets: the service only.
+        IdentityProvidersInstanceModule,
         NotificationModule,
         OidcModule,
         HealthModule,
+        PortalModule,
       ],
       providers: [
         { provide: APP_FILTER, useClass: ExceptionRoutingFilter },

@@ -2,6 +2,7 @@ import { type ArgumentsHost, Catch, type ExceptionFilter, MethodNotAllowedExcept
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { HttpExceptionFilter } from './common/errors/http-exception.filter.js';
 import { sendMissingPage, wantsPage } from './common/html/missing-page.js';
+import { isPagePath, PageExceptionFilter } from './common/html/page-exception.filter.js';
 import { allowedMethods } from './common/http/allowed-methods.js';
 import { OAuthError } from './token/oauth-error.js';
 import { OAuthExceptionFilter } from './token/oauth-exception.filter.js';
@@ -12,19 +13,22 @@ const OAUTH_PATHS = ['/sso/token', '/sso/device_authorization', '/sso/introspect
 /**
  * The global filter. Controllers choose their format with @UseFilters, but errors from Fastify's
  * body parsing (malformed JSON, unsupported media type, too large) and requests no route took
- * happen before any controller runs, so the path decides here. A request no route took is a 405
- * with `Allow` when its path has routes for other methods, and a browser asking for a page
- * that does not exist gets one that says so.
+ * happen before any controller runs, so the path decides here: the OAuth endpoints answer RFC 6749
+ * errors, the pages an HTML page, every other route the service's JSON. A request no route took
+ * is a 405 with `Allow` when its path has routes for other methods, and a browser asking for a
+ * page that does not exist gets one that says so.
  */
 @Catch()
 export class ExceptionRoutingFilter implements ExceptionFilter {
   private readonly oauth = new OAuthExceptionFilter();
   private readonly http = new HttpExceptionFilter();
+  private readonly page = new PageExceptionFilter();
 
   catch(exception: unknown, host: ArgumentsHost) {
     const request = host.switchToHttp().getRequest<FastifyRequest>();
     const path = request.url.split('?')[0];
     const oauthPath = OAUTH_PATHS.some((prefix) => path === prefix || (prefix.endsWith('/') && path.startsWith(prefix)));
+    const pagePath = !oauthPath && isPagePath(path);
     if (exception instanceof NotFoundException && request.routeOptions.url === undefined) {
       const allow = allowedMethods(request);
       if (allow.length > 0) {
@@ -33,10 +37,10 @@ export class ExceptionRoutingFilter implements ExceptionFilter {
         exception = oauthPath
           ? new OAuthError('invalid_request', `method not allowed at this endpoint: ${use}`, { status: 405 })
           : new MethodNotAllowedException(`${request.method} is not allowed at ${path}: ${use}`);
-      } else if (!oauthPath && wantsPage(request)) {
+      } else if (pagePath || (!oauthPath && wantsPage(request))) {
         return sendMissingPage(host.switchToHttp().getResponse<FastifyReply>(), path);
       }
     }
-    (oauthPath ? this.oauth : this.http).catch(exception, host);
+    (oauthPath ? this.oauth : pagePath ? this.page : this.http).catch(exception, host);
   }
 }

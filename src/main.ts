@@ -11,6 +11,7 @@ import { type Env, InvalidConfigError, loadProcessEnv, SHUTDOWN_GRACE_MS } from 
 import { type DatabaseServer, openDatabaseServer } from './database/database-server.js';
 import { SchemaStatus } from './database/schema-status.js';
 import { HealthRegistry } from './health/health-registry.js';
+import { readPortalLogo } from './portal/portal-logo.js';
 
 let env: Env;
 try {
@@ -29,6 +30,7 @@ let app: NestFastifyApplication | undefined;
 async function start() {
   // What only the service reads, checked before a database is started for it.
   readTlsFiles(env);
+  readPortalLogo(env);
   await checkListenAddress(env.HOST, env.PORT);
   database = await openDatabaseServer(env, 'service', (line) => logger.info({ context: 'EmbeddedPostgres' }, line));
   app = await createApp(env, database.url, logger);

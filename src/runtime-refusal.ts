@@ -13,7 +13,7 @@ export function refusal(running: NodeRuntime, engines: string | undefined, insta
   if (!supported) {
     const installed = installedWith && satisfies(installedWith.node, engines!) ? installedWith : undefined;
     const target = installed ? major(installed.node) : newestMajor(engines!);
-    const how = installed ? `(nvm use ${target}), the one node_modules was installed with (${installed.node})` : `(nvm install ${target} && nvm use ${target}), then run npm ci again`;
+    const how = installed ? `(nvm use ${target}), the one node_modules was installed with (${installed.node})` : `(${howToGetNode(target!)}), then run npm ci again`;
     return `voyage-connect needs Node ${engines} (package.json "engines"), this is Node ${running.node}: switch to Node ${target} ${how}`;
   }
   if (installedWith && installedWith.modules !== running.modules) {
@@ -22,6 +22,14 @@ export function refusal(running: NodeRuntime, engines: string | undefined, insta
   }
   return undefined;
 }
+
+/**
+ * Two ways to Node `major`: nvm, or the npm registry's `node` package, which needs neither nvm nor
+ * a browser (the way .ci/run gets its Node). scripts/check-node.mjs, the `preinstall` check, says
+ * the same (test/unit/runtime-refusal.test.ts holds the two together).
+ */
+export const howToGetNode = (major: number) =>
+  `nvm install ${major} && nvm use ${major}, or without nvm: npm install --prefix ~/.node${major} node@${major} && export PATH=~/.node${major}/node_modules/.bin:$PATH`;
 
 const major = (version: string) => parse(version)?.[0];
 

@@ -13,6 +13,7 @@ import {
   IsUrl,
   Matches,
   Max,
+  MaxLength,
   Min,
   MinLength,
   getMetadataStorage,
@@ -115,6 +116,14 @@ export class Env {
   /** PEM private key for TLS_CERT_FILE. */
   @IsOptional() @IsString()
   TLS_KEY_FILE?: string;
+
+  /** The portal's name, at the top of every page and in "Use your … account": whose pages these are. */
+  @IsString() @MinLength(1) @MaxLength(60) @Matches(/^[^\u0000-\u001f\u007f-\u009f]*$/, { message: '$property must not contain control characters' })
+  PORTAL_NAME: string = 'voyage-planning portal';
+
+  /** A logo beside the portal's name on every page: a PNG, JPEG, GIF, WebP or SVG file of at most 256 KiB, read at start. */
+  @IsOptional() @IsString()
+  PORTAL_LOGO_FILE?: string;
 
   /**
    * Algorithm of access tokens and the service's other JWTs. The service keeps an active key of

@@ -1,6 +1,6 @@
 import type { IdentityProviderEntity } from '../identity-providers/identity-provider.entity.js';
 import { providerButtons } from '../identity-providers/provider-buttons.js';
-import { credentialInputs, errorParagraph, escapeHtml, hiddenInput, PORTAL_ACCOUNT, pageLayout } from '../common/html/page-layout.js';
+import { credentialInputs, errorParagraph, escapeHtml, hiddenInput, noticeParagraph, portalAccount, pageLayout } from '../common/html/page-layout.js';
 import { displayUserCode } from './user-code.js';
 
 // The three steps of the verification page (RFC 8628 §3.3): enter the code, sign in (or, within a
@@ -9,14 +9,18 @@ import { displayUserCode } from './user-code.js';
 
 const ACTION = '/sso/device';
 
-/** Step 1: the code the device shows (pre-filled from verification_uri_complete, still to be confirmed). */
-export function codeEntryPage(form: { csrfToken: string; userCode?: string; error?: string }): string {
+/**
+ * Step 1: the code the device shows (pre-filled from verification_uri_complete, still to be
+ * confirmed). Above the form, why the last code was not taken (`error`), or that it needs nothing
+ * more (`notice`: approved already).
+ */
+export function codeEntryPage(form: { csrfToken: string; userCode?: string; error?: string; notice?: string }): string {
   const describedBy = form.error ? 'code-error code-hint' : 'code-hint';
   return pageLayout(
     'Connect a device',
     `<h1>Connect a device</h1>
 <p>Enter the code shown on your device.</p>
-${errorParagraph(form.error, 'code-error')}<form method="post" action="${ACTION}" novalidate>
+${errorParagraph(form.error, 'code-error')}${noticeParagraph(form.notice)}<form method="post" action="${ACTION}" novalidate>
 ${hiddenInput('csrf_token', form.csrfToken)}
 <label for="user_code">Code</label>
 <input id="user_code" name="user_code" class="code" type="text" inputmode="text" autocomplete="off" autocapitalize="characters" spellcheck="false" required maxlength="64" value="${escapeHtml(form.userCode ?? '')}" aria-describedby="${describedBy}" autofocus>
@@ -37,7 +41,7 @@ export function deviceSignInPage(
   view: DeviceRequestView & { username?: string; error?: string; local: boolean; providers: Pick<IdentityProviderEntity, 'name' | 'displayName'>[] },
 ): string {
   const fields = { csrf_token: view.csrfToken, user_code: view.userCode };
-  const intro = view.providers.length > 0 ? 'Choose how to sign in' : `Use your ${PORTAL_ACCOUNT}`;
+  const intro = view.providers.length > 0 ? 'Choose how to sign in' : `Use your ${portalAccount()}`;
   const local = view.local
     ? `<form method="post" action="${ACTION}" novalidate>
 ${hiddenInput('csrf_token', view.csrfToken)}

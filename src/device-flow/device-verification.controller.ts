@@ -1,7 +1,7 @@
 import { Body, Controller, Get, HttpCode, Post, Query, Req, Res } from '@nestjs/common';
 import { ApiBody, ApiConsumes, ApiOperation, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { ApiUnavailableResponse, RETRY_AFTER_HEADER } from '../common/errors/api-error-response.decorator.js';
+import { RETRY_AFTER_HEADER } from '../common/errors/api-error-response.decorator.js';
 import { ApiHtmlResponse } from '../common/html/api-html-response.decorator.js';
 import { bindBrowser } from '../identity-providers/upstream-browser.js';
 import { requesterOf } from '../common/http/requester.js';
@@ -22,7 +22,7 @@ export class DeviceVerificationController {
   @ApiQuery({ name: 'user_code', required: false, description: 'pre-fills the code (at most 64 characters; the user still confirms it)' })
   @ApiHtmlResponse(200, 'the code form')
   // It reads the identity providers (its form may lead to one): the database must answer.
-  @ApiUnavailableResponse()
+  @ApiHtmlResponse(503, 'error page: the database is away or busy, or the request outlived REQUEST_TIMEOUT_MS', { headers: RETRY_AFTER_HEADER })
   async show(@Query() query: unknown, @Req() request: FastifyRequest, @Res() reply: FastifyReply) {
     const csrfToken = pageCsrfToken(request, PAGE_PATH);
     sendDevicePage(request, reply, await this.verification.show(query, csrfToken), csrfToken);
@@ -48,10 +48,7 @@ export class DeviceVerificationController {
   })
   @ApiHtmlResponse(403, "the code form again when the CSRF token is missing or does not match its cookie; the sign-in form again when the approval form is not the latest sign-in's")
   @ApiHtmlResponse(429, 'too many wrong codes from this address (the code form), or too many failed sign-ins (the sign-in form)', { headers: RETRY_AFTER_HEADER })
-  @ApiHtmlResponse(503, 'the sign-in form again when every password check slot is busy (`Retry-After: 1`); an error page when the identity provider cannot be reached; JSON `{message, correlationId}` when the database is away or busy', {
-    headers: RETRY_AFTER_HEADER,
-    orJsonError: true,
-  })
+  @ApiHtmlResponse(503, 'the sign-in form again when every password check slot is busy (`Retry-After: 1`); an error page when the identity provider cannot be reached or the database is away or busy', { headers: RETRY_AFTER_HEADER })
   async submit(@Body() body: unknown, @Req() request: FastifyRequest, @Res() reply: FastifyReply) {
     // Every answer carries a fresh token: the next form is rendered with it and the cookie renewed.
     const fresh = newCsrfToken();

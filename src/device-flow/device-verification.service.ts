@@ -69,17 +69,17 @@ interface Submission {
 
 const page = (status: number, html: string, retryAfter?: number): HtmlPage => ({ status, html, retryAfter });
 
-/** Why a code that exists no longer waits for its user. */
-function stateMessage(userCode: string, found: FoundDeviceCode): string {
+/** Why a code that exists no longer waits for its user: an approval is good news (a notice), the rest an error. */
+function stateMessage(userCode: string, found: FoundDeviceCode): { error: string } | { notice: string } {
   switch (found.state) {
     case 'approved':
-      return codeMessages.approved(userCode);
+      return { notice: codeMessages.approved(userCode) };
     case 'denied':
-      return codeMessages.denied(userCode);
+      return { error: codeMessages.denied(userCode) };
     case 'cancelled':
-      return codeMessages.cancelled(userCode, found.signedInUserDisabled);
+      return { error: codeMessages.cancelled(userCode, found.signedInUserDisabled) };
     default:
-      return codeMessages.expired(userCode);
+      return { error: codeMessages.expired(userCode) };
   }
 }
 
@@ -305,7 +305,7 @@ export class DeviceVerificationService {
     const client = await this.clients.find(found.clientId);
     if (!client) return refuse(400, codeMessages.clientDeleted(userCode));
     if (!client.enabled) return refuse(400, codeMessages.clientDisabled(userCode, client.name));
-    if (found.state !== 'pending') return refuse(400, stateMessage(userCode, found), undefined, false);
+    if (found.state !== 'pending') return this.codeForm(400, { csrfToken, ...stateMessage(userCode, found) });
     await this.throttle.forgive(address);
     const methods = await this.methods.of(client);
     // Only when its one provider was deleted meanwhile (idp:delete checks, but not under the client's lock).
@@ -317,8 +317,7 @@ export class DeviceVerificationService {
   private async whyNoLongerPending(userCode: string, csrfToken: string): Promise<HtmlPage | null> {
     const found = await this.deviceCodes.findByUserCode(userCode);
     if (found?.state === 'pending') return null;
-    const error = found ? stateMessage(userCode, found) : codeMessages.expired(userCode);
-    return this.codeForm(400, { csrfToken, error });
+    return this.codeForm(400, { csrfToken, ...(found ? stateMessage(userCode, found) : { error: codeMessages.expired(userCode) }) });
   }
 
   /**

@@ -1,4 +1,4 @@
-import { escapeHtml, hiddenInput, PORTAL_ACCOUNT } from '../common/html/page-layout.js';
+import { escapeHtml, hiddenInput, portalAccount } from '../common/html/page-layout.js';
 import type { IdentityProviderEntity } from './identity-provider.entity.js';
 
 /**
@@ -19,5 +19,5 @@ ${hidden}
 </form>`,
     )
     .join('\n');
-  return `${forms}\n${withLocal ? `<p class="divider"><span>or with your ${PORTAL_ACCOUNT}</span></p>\n` : ''}`;
+  return `${forms}\n${withLocal ? `<p class="divider"><span>or with your ${portalAccount()}</span></p>\n` : ''}`;
 }

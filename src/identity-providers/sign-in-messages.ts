@@ -16,3 +16,9 @@ export const providerUnavailable = (provider: Named) => ({
   title: `${provider.displayName} is unavailable`,
   message: `${provider.displayName} cannot be reached right now. Try again in a moment.`,
 });
+
+/** A brokered user disabled here: a new sign-in cannot help, only the administrator can. */
+export const ACCOUNT_DISABLED = {
+  title: 'Your account is disabled',
+  message: 'Your account has been disabled here by an administrator, so it cannot sign in. To use it again, ask the administrator of this service to enable it.',
+};

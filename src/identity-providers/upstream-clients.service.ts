@@ -68,6 +68,33 @@ export class UpstreamClients {
     return configuration;
   }
 
+  /**
+   * The Configuration for sending a browser to the provider, once the provider answers: a cached
+   * one would send it to a provider that went down since, and the browser would show its own
+   * "This site can't be reached" where the service's 503 page belongs. A fresh discovery is that
+   * proof already; with a cached one, the discovery document is fetched again (the provider's
+   * cheapest request, within IDP_HTTP_TIMEOUT_MS). An UpstreamFailure `unreachable` otherwise.
+   */
+  async configurationToVisit(provider: IdentityProviderEntity): Promise<oidc.Configuration> {
+    const cached = this.cache.has(provider.name);
+    const configuration = await this.configuration(provider);
+    if (cached) await this.probe(provider.issuer);
+    return configuration;
+  }
+
+  private async probe(issuer: string): Promise<void> {
+    const url = `${issuer.replace(/\/$/, '')}/.well-known/openid-configuration`;
+    let status: number;
+    try {
+      const response = await fetch(url, { redirect: 'manual', signal: AbortSignal.timeout(this.env.IDP_HTTP_TIMEOUT_MS) });
+      status = response.status;
+      await response.body?.cancel();
+    } catch {
+      throw UpstreamFailure.unreachable('it did not answer in time or refused the connection');
+    }
+    if (status >= 500) throw UpstreamFailure.unreachable(`it answered HTTP ${status}`);
+  }
+
   knownAuthorizationOrigin(name: string): string | undefined {
     return this.authorizationOrigins.get(name);
   }

@@ -28,6 +28,14 @@ export class UpstreamSessionsRepository {
     return id;
   }
 
+  /** Some session that keeps a refresh token (which one does not matter), for the start-up check that the key opens them. */
+  async anyWithRefreshToken(): Promise<UpstreamSession | undefined> {
+    const [row]: { id: string; provider: string; refresh_token_sealed: Buffer }[] = await this.dataSource.query(
+      'SELECT id, provider, refresh_token_sealed FROM upstream_sessions WHERE refresh_token_sealed IS NOT NULL LIMIT 1',
+    );
+    return row && { id: row.id, provider: row.provider, refreshTokenSealed: row.refresh_token_sealed };
+  }
+
   /** The provider an upstream session is at (undefined once purged). */
   async providerOf(id: string): Promise<string | undefined> {
     const [row]: { provider: string }[] = await this.dataSource.query('SELECT provider FROM upstream_sessions WHERE id = $1', [id]);

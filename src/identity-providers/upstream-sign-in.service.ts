@@ -50,7 +50,7 @@ export class UpstreamSignIn {
 
   /** Where to send the browser; an UpstreamFailure when the provider's configuration cannot be had. */
   async start(provider: IdentityProviderEntity, purpose: SignInPurpose, browser: string, expiresAt: Date): Promise<string> {
-    const configuration = await this.upstream.call(provider, async (configuration) => configuration);
+    const configuration = await this.upstream.configurationToVisit(provider);
     const state = oidc.randomState();
     const nonce = oidc.randomNonce();
     const verifier = oidc.randomPKCECodeVerifier();

@@ -1,10 +1,11 @@
 import { Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
+import { StartupRefusal } from '../common/errors/startup-refusal.js';
 import { Env } from '../config/env.js';
 import type { KeyStore } from './key-store.js';
 import { KeysRepository } from './keys.repository.js';
 import { KeysService } from './keys.service.js';
 import { newSigningKey } from './new-signing-key.js';
-import { PrivateKeyVault } from './private-key-vault.js';
+import { KeyEncryptionError, PrivateKeyVault } from './private-key-vault.js';
 import { SIGNING_ALGS, type SigningAlg, type SigningKeyEntity } from './signing-key.entity.js';
 
 /**
@@ -51,13 +52,22 @@ export class SigningKeyBootstrap implements OnApplicationBootstrap {
   private async protectStoredKeys(store: KeyStore): Promise<number> {
     let sealed = 0;
     for (const key of await store.findAllWithPrivateParts()) {
-      const pem = this.vault.open(key.kid, key);
+      const pem = this.openAtStart(key);
       if (key.privateKeyEncrypted === null && this.vault.hasKek) {
         await store.storePrivatePart(key.kid, this.vault.store(key.kid, pem, true));
         sealed++;
       }
     }
     return sealed;
+  }
+
+  /** A stored key's PEM; a KEK that cannot open it stops the start in one line (the message names the setting). */
+  private openAtStart(key: SigningKeyEntity): string {
+    try {
+      return this.vault.open(key.kid, key);
+    } catch (error) {
+      throw error instanceof KeyEncryptionError ? new StartupRefusal(error.message) : error;
+    }
   }
 
   /**

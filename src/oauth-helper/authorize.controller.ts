@@ -63,10 +63,7 @@ export class AuthorizeController {
     headers: REDIRECT_HEADERS,
   })
   @ApiHtmlResponse(400, 'error page naming its cause: a malformed link, an unsupported response_type, an unknown or a disabled client, a state that is expired, already used, or missing, changed or another client\'s; for a standard request an unknown or disabled client or a redirect_uri the client did not register')
-  @ApiHtmlResponse(503, 'error page: the identity provider cannot be reached (`Retry-After`); JSON `{message, correlationId}` when the database is away or busy', {
-    headers: RETRY_AFTER_HEADER,
-    orJsonError: true,
-  })
+  @ApiHtmlResponse(503, 'error page: the identity provider cannot be reached, or the database is away or busy, or the request outlived REQUEST_TIMEOUT_MS (`Retry-After`)', { headers: RETRY_AFTER_HEADER })
   async show(@Query() query: unknown, @Req() request: FastifyRequest, @Res() reply: FastifyReply) {
     const csrfToken = pageCsrfToken(request, PAGE_PATH);
     send(request, reply, await this.login.show(query, csrfToken, this.browserOf(request, reply)), csrfToken);
@@ -85,10 +82,7 @@ export class AuthorizeController {
   @ApiHtmlResponse(400, 'error page: the sign-in link is invalid, expired or already used (never a redirect); a confirmation that is unknown, used, from another browser, or with another decision; or the login form again when username or password is empty')
   @ApiHtmlResponse(403, 'the login form again: the CSRF token is missing or does not match its cookie; "Your account is disabled" for a confirmation whose brokered user was disabled since')
   @ApiHtmlResponse(429, 'the login form again: too many failed sign-ins for this username from this address, for this username, or from this address', { headers: RETRY_AFTER_HEADER })
-  @ApiHtmlResponse(503, 'the login form again when every password check slot is busy (`Retry-After: 1`); JSON `{message, correlationId}` when the database is away or busy', {
-    headers: RETRY_AFTER_HEADER,
-    orJsonError: true,
-  })
+  @ApiHtmlResponse(503, 'the login form again when every password check slot is busy (`Retry-After: 1`); an error page when the database is away or busy (`Retry-After`)', { headers: RETRY_AFTER_HEADER })
   async submit(@Body() body: unknown, @Req() request: FastifyRequest, @Res() reply: FastifyReply) {
     // A failed attempt gets a fresh token: the form is re-rendered with it and the cookie renewed.
     const fresh = newCsrfToken();

@@ -1,6 +1,6 @@
 import type { IdentityProviderEntity } from '../identity-providers/identity-provider.entity.js';
 import { providerButtons } from '../identity-providers/provider-buttons.js';
-import { credentialInputs, errorParagraph, escapeHtml, hiddenInput, PORTAL_ACCOUNT, pageLayout } from '../common/html/page-layout.js';
+import { credentialInputs, errorParagraph, escapeHtml, hiddenInput, portalAccount, pageLayout } from '../common/html/page-layout.js';
 
 export interface LoginForm {
   clientName: string;
@@ -21,7 +21,7 @@ export interface LoginForm {
 export function loginPage(form: LoginForm): string {
   const fields = { response_type: 'code', client_id: form.clientId, state: form.state, csrf_token: form.csrfToken };
   const hidden = Object.entries(fields).map(([name, value]) => hiddenInput(name, value)).join('\n');
-  const intro = form.providers.length > 0 ? 'Choose how to sign in' : `Use your ${PORTAL_ACCOUNT}`;
+  const intro = form.providers.length > 0 ? 'Choose how to sign in' : `Use your ${portalAccount()}`;
   const local = form.local
     ? `<form method="post" action="/sso/authorize" novalidate>
 ${hidden}
@@ -74,7 +74,7 @@ export function confirmPage(view: {
   const fields = { response_type: 'code', client_id: view.clientId, state: view.state, confirmation: view.confirmation };
   const as = view.username
     ? `You signed in as <strong>${escapeHtml(view.username)}</strong> with ${escapeHtml(view.providerName)}.`
-    : `You signed in with your <strong>${escapeHtml(view.providerName)}</strong> account.`;
+    : `You signed in with <strong>${escapeHtml(view.providerName)}</strong>.`;
   const where = view.app
     ? ''
     : view.deviceHost
@@ -97,7 +97,8 @@ ${Object.entries(fields).map(([name, value]) => hiddenInput(name, value)).join('
  * with which provider's account: the service never learns the user), and what next.
  */
 export function signedInPage(view: { clientName: string } & ({ username: string } | { providerName: string })): string {
-  const as = 'username' in view ? `as <strong>${escapeHtml(view.username)}</strong>` : `with your <strong>${escapeHtml(view.providerName)}</strong> account`;
+  // A provider is named as its display name says (often "Corp account" already), never with "account" added.
+  const as = 'username' in view ? `as <strong>${escapeHtml(view.username)}</strong>` : `with <strong>${escapeHtml(view.providerName)}</strong>`;
   return pageLayout(
     "You're signed in",
     `<h1>You're signed in</h1>

@@ -5,7 +5,7 @@ import { messagePage } from '../common/html/page-layout.js';
 import { ENDED_SIGN_IN } from '../identity-providers/ended-sign-in.js';
 import { SignInConfirmations } from '../identity-providers/sign-in-confirmations.js';
 import { admitsUser, SignInMethods, onlyProvider } from '../identity-providers/sign-in-methods.service.js';
-import { NOT_OFFERED, providersOnly, providerUnavailable } from '../identity-providers/sign-in-messages.js';
+import { ACCOUNT_DISABLED, NOT_OFFERED, providersOnly, providerUnavailable } from '../identity-providers/sign-in-messages.js';
 import { UpstreamFailure } from '../identity-providers/upstream-failure.js';
 import { UpstreamSignIn } from '../identity-providers/upstream-sign-in.service.js';
 import { type BrowserSession, BrowserSessionsRepository } from '../sessions/browser-sessions.repository.js';
@@ -143,7 +143,7 @@ export class LoginService {
     if (!link.methods.providers.some(({ name }) => name === held.provider.name)) return errorPage(`${link.client.name} no longer signs in through ${held.provider.displayName}. ${AGAIN}`);
     if (held.mode === 'relay') return this.answers.relayed(link, held.provider, held.tokens);
     const user = await this.users.findById(held.userId);
-    if (!user || user.disabledAt) return { kind: 'page', status: 403, html: messagePage('Your account is disabled', `Your account has been disabled here by an administrator, so it cannot sign in. ${AGAIN}`) };
+    if (!user || user.disabledAt) return { kind: 'page', status: 403, html: messagePage(ACCOUNT_DISABLED.title, ACCOUNT_DISABLED.message) };
     // The stamp as read with the held sign-in, not now: a sign-out since then refuses the approval.
     return this.answers.approve(link, { ...user, tokensValidAfter: held.userStamp }, browser, { upstreamSessionId: held.upstreamSessionId });
   }

@@ -1,6 +1,9 @@
 import { escapeHtml, hiddenInput, messagePage, pageLayout } from '../common/html/page-layout.js';
 
-/** Logout without an ID token to prove who asks: the user says so (a link alone never signs anyone out). */
+/**
+ * Logout without an ID token to prove who asks: the user says so (a link alone never signs anyone
+ * out), or stays signed in, which leads to the service's home page (no JavaScript: no "back").
+ */
 export function confirmLogoutPage(view: { username: string; csrfToken: string; fields: Record<string, string> }): string {
   const hidden = Object.entries({ ...view.fields, csrf_token: view.csrfToken })
     .map(([name, value]) => hiddenInput(name, value))
@@ -12,7 +15,8 @@ export function confirmLogoutPage(view: { username: string; csrfToken: string; f
 <form method="post" action="/sso/logout">
 ${hidden}
 <button type="submit">Sign out</button>
-</form>`,
+</form>
+<a class="button" href="/">Stay signed in</a>`,
   );
 }
 

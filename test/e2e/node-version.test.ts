@@ -45,6 +45,25 @@ describe('the Node version check of the entry points', () => {
     }
   });
 
+  /** package.json's `preinstall` command, run as npm runs it (sh in the package's folder) with `node` first on PATH. */
+  const preinstall = (node: string) => {
+    const { scripts } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: { preinstall: string } };
+    return spawnSync('sh', ['-c', scripts.preinstall], { cwd: ROOT, encoding: 'utf8', timeout: 20_000, env: { PATH: `${dirname(node)}:${process.env.PATH}` } });
+  };
+
+  it('stops npm ci at its preinstall check on a Node outside "engines" in one line naming the npm registry\'s node package, and lets the supported Node through', () => {
+    const passed = preinstall(process.execPath);
+    expect(passed.status).toBe(0);
+    expect(passed.stdout + passed.stderr).toBe('');
+    if (!oldNode) return; // no unsupported Node on this machine (CI machines have Node 20 at /usr/bin/node)
+    const refused = preinstall(oldNode.path);
+    expect(refused.status).toBe(1);
+    expect(refused.stdout).toBe('');
+    expect(refused.stderr).toBe(
+      `voyage-connect needs Node ^22.22.3 || ^24.15.0 (package.json "engines"), this is Node ${oldNode.version}: switch to Node 24 (nvm install 24 && nvm use 24, or without nvm: npm install --prefix ~/.node24 node@24 && export PATH=~/.node24/node_modules/.bin:$PATH), then run npm ci again\n`,
+    );
+  });
+
   const INSTALL_RECORD = '.voyage-connect-install.json';
 
   /** A copy of the built app whose node_modules (the real packages, linked) says it was installed by `installedWith`. */

@@ -1,3 +1,6 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ClientsService } from '../../src/clients/clients.service.js';
@@ -11,7 +14,12 @@ import { startTestApp, type TestApp } from '../setup/test-app.js';
 
 // The pages of the OpenID Connect provider as a person sees them in Chromium without JavaScript:
 // the login page of a standard request, "Continue as USER" within a session, and logout's
-// "Sign out?" and "You're signed out" (or the app's own address). OIDC_SCREENSHOTS_DIR=DIR writes each at 390 and 1280 px.
+// "Sign out?" and "You're signed out" (or the app's own address), the home page, each under the
+// portal's name and logo. OIDC_SCREENSHOTS_DIR=DIR writes each at 390 and 1280 px.
+
+const PORTAL_NAME = 'Northwind Fleet Portal';
+const LOGO_SVG =
+  '<svg xmlns="http://www.w3.org/2000/svg" width="64" height="64" viewBox="0 0 64 64"><rect width="64" height="64" rx="14" fill="#0b5cad"/><text x="32" y="42" font-family="sans-serif" font-size="26" font-weight="700" text-anchor="middle" fill="#fff">NF</text></svg>';
 
 const screenshot = (page: Page, name: string) => screenshotWidths(page, process.env.OIDC_SCREENSHOTS_DIR, name);
 
@@ -24,8 +32,13 @@ describe('the OpenID Connect pages in a browser', () => {
   let appCallback: Awaited<ReturnType<typeof startDeviceCallback>>;
   const { challenge } = pkcePair();
 
+  let logoDir: string;
+
   beforeAll(async () => {
-    [app, browser, appCallback] = await Promise.all([startTestApp({}), launchChromium(), startDeviceCallback()]);
+    logoDir = await mkdtemp(join(tmpdir(), 'voyage-connect-logo-'));
+    await writeFile(join(logoDir, 'logo.svg'), LOGO_SVG);
+    const portal = { PORTAL_NAME, PORTAL_LOGO_FILE: join(logoDir, 'logo.svg') };
+    [app, browser, appCallback] = await Promise.all([startTestApp(portal), launchChromium(), startDeviceCallback()]);
     const created = await app.get(ClientsService).create({ name: 'Voyage Planner', redirectPatterns: [LOOPBACK_PATTERN], postLogoutRedirectUris: [appCallback.url] });
     clientId = created.client_id;
   });
@@ -33,6 +46,7 @@ describe('the OpenID Connect pages in a browser', () => {
     await appCallback?.close();
     await browser?.close();
     await app?.close();
+    await rm(logoDir, { recursive: true, force: true });
   });
   afterEach(async () => context?.close());
 
@@ -75,11 +89,16 @@ describe('the OpenID Connect pages in a browser', () => {
     expect(await page.getByLabel('Password').isVisible()).toBe(true);
   });
 
-  it('asks "Sign out?" at logout without an ID token, and says "You\'re signed out" after the click', async () => {
+  it('asks "Sign out?" at logout without an ID token, offers to stay signed in, and says "You\'re signed out" after the click', async () => {
     const page = await signedInPage();
     await page.goto(`${app.baseUrl}/sso/logout`);
     expect(await page.getByRole('heading', { level: 1 }).textContent()).toBe('Sign out?');
     await screenshot(page, 'oidc-sign-out');
+    // A way back: "Stay signed in" leads to the home page, and the session is kept (logout asks again).
+    await page.getByRole('link', { name: 'Stay signed in' }).click();
+    expect(page.url()).toBe(`${app.baseUrl}/`);
+    await page.goto(`${app.baseUrl}/sso/logout`);
+    expect(await page.getByRole('heading', { level: 1 }).textContent()).toBe('Sign out?');
     await page.getByRole('button', { name: 'Sign out' }).click();
     expect(await page.getByRole('heading', { level: 1 }).textContent()).toBe("You're signed out");
     await screenshot(page, 'oidc-signed-out');
@@ -92,5 +111,52 @@ describe('the OpenID Connect pages in a browser', () => {
     await page.getByRole('button', { name: 'Sign out' }).click();
     expect(page.url()).toBe(`${appCallback.url}?state=bye`);
     expect(await page.textContent('body')).toBe('device got the answer');
+  });
+
+  it('answers / with a page naming the service, and links to connect a device, to the documentation and to health', async () => {
+    context = await browser.newContext({ javaScriptEnabled: false });
+    const page = await context.newPage();
+    const response = await page.goto(`${app.baseUrl}/`);
+    expect(response!.status()).toBe(200);
+    expect(response!.headers()['content-type']).toBe('text/html; charset=utf-8');
+    expect(await page.getByRole('heading', { level: 1 }).textContent()).toBe('Sign-in for devices and applications');
+    expect(await page.locator('main > p').first().textContent()).toContain(`with your ${PORTAL_NAME} account`);
+    await screenshot(page, 'home');
+    for (const [name, path] of [['API documentation', '/docs'], ['Service health', '/health'], ['Connect a device with its code', '/sso/device']]) {
+      expect(await page.getByRole('link', { name }).getAttribute('href'), name).toBe(path);
+    }
+    expect((await fetch(`${app.baseUrl}/docs`)).status).toBe(200);
+    await page.getByRole('link', { name: 'Connect a device with its code' }).click();
+    expect(await page.getByRole('heading', { level: 1 }).textContent()).toBe('Connect a device');
+  });
+
+  it("names the portal and shows its logo on every page, the logo served with its type, a validator and a day's caching", async () => {
+    context = await browser.newContext({ javaScriptEnabled: false });
+    const page = await context.newPage();
+    const logos: { status: number; type: string }[] = [];
+    page.on('response', (response) => {
+      if (new URL(response.url()).pathname === '/portal/logo') logos.push({ status: response.status(), type: response.headers()['content-type'] });
+    });
+    const pages = [standard(), `${app.baseUrl}/sso/device`, `${app.baseUrl}/sso/logout/done`, `${app.baseUrl}/sso/nowhere`, `${app.baseUrl}/`];
+    for (const url of pages) {
+      await page.goto(url);
+      await page.waitForLoadState('load');
+      expect(await page.locator('header.portal').textContent(), url).toBe(PORTAL_NAME);
+      expect(await page.title(), url).toMatch(new RegExp(` – ${PORTAL_NAME}$`));
+      expect(await page.locator('header.portal img').getAttribute('src'), url).toMatch(/^\/portal\/logo\?v=[\w-]+$/);
+    }
+    // The browser loaded it on each page (the pages' Content-Security-Policy allows it), or from its cache.
+    expect(logos.length).toBeGreaterThan(0);
+    expect(logos.every((logo) => logo.status === 200 && logo.type === 'image/svg+xml')).toBe(true);
+    await screenshot(page, 'home-with-logo');
+
+    const logo = await fetch(`${app.baseUrl}/portal/logo`);
+    expect(logo.status).toBe(200);
+    expect(logo.headers.get('content-type')).toBe('image/svg+xml');
+    expect(logo.headers.get('cache-control')).toBe('public, max-age=86400');
+    expect(logo.headers.get('content-security-policy')).toContain('sandbox');
+    expect(await logo.text()).toBe(LOGO_SVG);
+    const again = await fetch(`${app.baseUrl}/portal/logo`, { headers: { 'if-none-match': logo.headers.get('etag')! } });
+    expect(again.status).toBe(304);
   });
 });

@@ -145,7 +145,7 @@ describe('what the sign-in and device pages tell the user, in a real browser (Ja
     await screenshot(page, 'device-denied');
   });
 
-  it('says a code approved in another tab was already approved, and one denied there was denied', async () => {
+  it('says a code approved in another tab was already approved (as good news, not as an error), and one denied there was denied', async () => {
     for (const [decision, message] of [
       ['Approve', (code: string) => `The code ${code} was already approved, perhaps in another tab: the device is connected. You can close this page.`],
       ['Deny', (code: string) => `The code ${code} was already denied, perhaps in another tab: the device was not connected. To connect it, start again on your device.`],
@@ -161,7 +161,14 @@ describe('what the sign-in and device pages tell the user, in a real browser (Ja
       // The stale tab still shows the sign-in form; the user signs in there too.
       await signIn(first);
       expect(await heading(first)).toBe('Connect a device');
-      expect(await alert(first)).toBe(message(authorization.user_code));
+      if (decision === 'Approve') {
+        // Nothing went wrong: a status, not an alert, in the notice's colours rather than the error's.
+        expect(await first.getByRole('alert').count()).toBe(0);
+        expect(await first.getByRole('status').textContent()).toBe(message(authorization.user_code));
+        expect(await first.locator('p.notice').count()).toBe(1);
+      } else {
+        expect(await alert(first)).toBe(message(authorization.user_code));
+      }
       expect(await first.getByLabel('Code').inputValue()).toBe('');
       if (decision === 'Approve') await screenshot(first, 'code-already-approved');
       await context.close();

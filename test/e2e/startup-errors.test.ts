@@ -1,11 +1,15 @@
+import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { seal } from '../../src/keys/key-encryption.js';
+import { query } from '../setup/database.js';
 import { freePort } from '../setup/free-port.js';
 import { runCli, spawnService } from '../setup/processes.js';
+import { startTestApp } from '../setup/test-app.js';
 
 /** Runs the built service with `env` to its exit; its code, everything it wrote, and how long it took. */
 async function refusedStart(env: Record<string, string>) {
@@ -97,7 +101,30 @@ describe('start-up errors', () => {
     expect(cli.stderr).toBe(`error: ${line}\n`);
   });
 
-  it('TLS files that cannot be read, or are no certificate and key, a HOST that is not this machine, a DATA_DIR that is a file: one line each, before an embedded PostgreSQL is made', async () => {
+  it('an identity provider whose stored client secret KEYS_ENCRYPTION_KEY does not open, or no key at all: one line naming it, and the signing keys left as they were', async () => {
+    const kek = randomBytes(32);
+    const migrated = await startTestApp();
+    await migrated.close();
+    const url = migrated.databaseUrl;
+    await query(url, `INSERT INTO identity_providers (name, issuer, client_id, client_secret_sealed, display_name, scopes, mode) VALUES ('corp', 'https://login.example.com', 'vc', $1, 'Corp account', '{openid}', 'broker')`, [
+      seal(kek, 'idp:corp', 'the-provider-secret'),
+    ]);
+    const signingKeys = () => query(url, 'SELECT kid, private_key_pem IS NULL AS sealed FROM signing_keys ORDER BY kid');
+    const before = await signingKeys();
+    const wrongKey = 'KEYS_ENCRYPTION_KEY does not open the client secret of identity provider "corp": set it (in .env) to the key it was stored with, the one idp:create ran with';
+    const result = await refusedStart({ DATABASE_URL: url, KEYS_ENCRYPTION_KEY: randomBytes(32).toString('hex'), PORT: String(await freePort()), HOST: '127.0.0.1' });
+    expect(result.code).toBe(1);
+    expect(result.output.split('\n').filter((text) => text && !text.startsWith('{'))).toEqual([wrongKey]);
+    expect(result.output).not.toMatch(/"level":"(error|fatal)"|UpstreamVaultError|    at /);
+    // Without a key, the same refusal (the service in this process: the line is the error's message).
+    await expect(startTestApp({}, url)).rejects.toThrow(
+      /^identity provider "corp" is registered, but KEYS_ENCRYPTION_KEY is not set: set it \(in \.env\) to the key idp:create ran with, as signing in there stores secrets encrypted with it$/,
+    );
+    // A wrong key sealed nothing on its way out: the right one still opens everything.
+    expect(await signingKeys()).toEqual(before);
+  });
+
+  it('TLS files that cannot be read, or are no certificate and key, a HOST that is not this machine, a DATA_DIR that is a file, a portal logo that cannot be read or is no image: one line each, before an embedded PostgreSQL is made', async () => {
     const folder = join(dataDir, 'listen');
     const notPem = join(dataDir, 'not-a-certificate.txt');
     await writeFile(notPem, 'hello\n');
@@ -105,6 +132,7 @@ describe('start-up errors', () => {
       [{ TLS_CERT_FILE: '/nonexistent/cert.pem', TLS_KEY_FILE: '/nonexistent/key.pem' }, 'Invalid configuration: TLS_CERT_FILE /nonexistent/cert.pem cannot be read (ENOENT)'],
       [{ TLS_CERT_FILE: notPem, TLS_KEY_FILE: notPem }, /^Invalid configuration: TLS_CERT_FILE and TLS_KEY_FILE must be a PEM certificate and its private key \(.*PEM.*\)\n$/],
       [{ DATA_DIR: notPem }, `DATA_DIR ${notPem} is a file, not a folder: set DATA_DIR to a folder this account may write, or DATABASE_URL to a PostgreSQL of your own`],
+      [{ PORTAL_LOGO_FILE: '/nonexistent/logo.png' }, 'Invalid configuration: PORTAL_LOGO_FILE /nonexistent/logo.png cannot be read (ENOENT)'],
       [{ HOST: '192.0.2.1' }, 'HOST 192.0.2.1 is not an address of this machine (EADDRNOTAVAIL): set HOST to one of its addresses, 0.0.0.0 for all of them, or 127.0.0.1 for this machine only'],
     ];
     for (const [env, line] of cases) {

@@ -160,7 +160,7 @@ describe('broker mode through a real identity provider', () => {
     ]);
   });
 
-  it('user:disable wins over the provider: the next sign-in through it shows the disabled page (403) and issues nothing', async () => {
+  it('user:disable wins over the provider: the next sign-in through it shows the disabled page (403), saying to ask the administrator, and issues nothing', async () => {
     await tokensThroughProvider(corpOnly, FRANK);
     await app.get(UsersService).disable('corp:frank-sub');
     const before = await issuedRows(app);
@@ -172,7 +172,10 @@ describe('broker mode through a real identity provider', () => {
     await signInAtUpstream(page, credentials(FRANK));
     expect((await callback).status()).toBe(403);
     expect(await heading(page)).toBe('Your account is disabled');
-    expect(await page.locator('main p').textContent()).toContain('disabled here by an administrator');
+    // Starting again from the device cannot help a disabled account: the page says who can.
+    expect(await page.locator('main p').textContent()).toBe(
+      'Your account has been disabled here by an administrator, so it cannot sign in. To use it again, ask the administrator of this service to enable it.',
+    );
     expect((await fetch(config.code_url)).status).toBe(404);
     expect(await issuedRows(app)).toEqual(before);
   });

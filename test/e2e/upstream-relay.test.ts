@@ -156,7 +156,7 @@ describe('relay mode through a real identity provider', () => {
       launchChromium(),
     ]);
     providerMetadata = (await (await fetch(`${upstream.issuer}/.well-known/openid-configuration`)).json()) as typeof providerMetadata;
-    await app.get(IdentityProvidersService).create({ name: 'corp', issuer: upstream.issuer, clientId: 'voyage', displayName: 'Corp SSO', mode: 'relay' }, UPSTREAM_SECRET);
+    await app.get(IdentityProvidersService).create({ name: 'corp', issuer: upstream.issuer, clientId: 'voyage', displayName: 'Corp account', mode: 'relay' }, UPSTREAM_SECRET);
     const create = async (name: string, options: object = {}) => {
       const created = await app.get(ClientsService).create({ name, signIn: ['corp'], ...options });
       return { id: created.client_id, secret: created.client_secret };
@@ -199,6 +199,19 @@ describe('relay mode through a real identity provider', () => {
     const again = await token(owner, { grant_type: 'authorization_code', code });
     expect(again).toMatchObject({ status: 400, body: { error: 'invalid_grant' } });
     expect(again.body).not.toHaveProperty('access_token');
+  });
+
+  it("names the provider by its display name once on the confirmation and the \"You're signed in\" pages (You signed in with Corp account)", async () => {
+    const config = await issueState(app, owner.id);
+    await inBrowser(async (page) => {
+      await page.goto(config.authorize_url);
+      await signInAtUpstream(page, { username: ALICE.preferred_username, password: ALICE.password });
+      await expect.poll(() => page.locator('h1').textContent(), { timeout: 5000 }).toBe('Continue to Bridge tablet?');
+      expect(await page.locator('main p').first().textContent()).toBe('You signed in with Corp account.');
+      await confirmSignIn(page);
+      await expect.poll(() => page.locator('h1').textContent(), { timeout: 5000 }).toBe(SIGNED_IN);
+      expect(await page.locator('main p').first().textContent()).toBe('Bridge tablet is now signed in with Corp account. Return to your device: it will finish signing in by itself.');
+    });
   });
 
   it('sends the browser to the device’s redirect_url with code and state, and hands over only for the PKCE verifier', async () => {
@@ -251,7 +264,7 @@ describe('relay mode through a real identity provider', () => {
       await signInAtUpstream(page, { username: ALICE.preferred_username, password: ALICE.password });
       // RFC 8628 §5.4: the user sees which client asks, with which code, before anything is handed over.
       await expect.poll(() => page.locator('h1').textContent(), { timeout: 5000 }).toMatch(/^Connect .+\?$/);
-      expect(await page.locator('main p').first().textContent()).toBe('You are signed in with Corp SSO.');
+      expect(await page.locator('main p').first().textContent()).toBe('You are signed in with Corp account.');
       expect(await query(app.databaseUrl, 'SELECT status FROM device_codes WHERE user_code = $1', [authorization.user_code.replace('-', '')])).toEqual([{ status: 'pending' }]);
       await page.getByRole('button', { name: 'Approve' }).click();
       await expect.poll(() => page.locator('h1').textContent(), { timeout: 5000 }).toBe('Device connected');

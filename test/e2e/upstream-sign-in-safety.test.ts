@@ -131,7 +131,7 @@ describe('a sign-in through a provider is the user’s own act', () => {
       const page = await (await newBrowser()).newPage();
       await page.goto(link.authorize_url);
       await signInAtUpstream(page, credentials);
-      expect(await page.locator('main').textContent()).toContain('You signed in with your Corp SSO (relay) account.');
+      expect(await page.locator('main').textContent()).toContain('You signed in with Corp SSO (relay).');
       const held = () => query<{ sealed: Buffer | null }>(app.databaseUrl, "SELECT tokens_sealed AS sealed FROM upstream_sign_ins WHERE purpose->>'state' = $1", [link.state]);
       expect((await held())[0].sealed).toBeInstanceOf(Buffer);
 

@@ -74,6 +74,31 @@ describe('an identity provider that cannot be reached', () => {
     expect(new URL(again.headers.get('location')!).origin).toBe(down.issuer);
   });
 
+  it('answers the 503 page, not a redirect the browser cannot follow, when the provider went down after its configuration was cached', async () => {
+    const helper = await createSignInClient(app, ['corp']);
+    const device = await createSignInClient(app, ['corp'], { grants: [DEVICE_GRANT] });
+    // The provider answers: its configuration is cached now, and the browser is sent there.
+    const first = await fetch((await issueState(app, helper.id)).authorize_url, { redirect: 'manual' });
+    expect(first.status).toBe(302);
+    await down.kill();
+    try {
+      const started = Date.now();
+      const authorize = await fetch((await issueState(app, helper.id)).authorize_url, { redirect: 'manual' });
+      const html = await authorize.text();
+      expect(Date.now() - started).toBeLessThan(TIMEOUT_MS + 2000);
+      expect(authorize.status).toBe(503);
+      expect(authorize.headers.get('retry-after')).toBe('5');
+      expect(headingOf(html)).toBe('Corp SSO is unavailable');
+
+      const page = await VerificationPage.open(app);
+      await page.submit({ user_code: (await startDeviceAuthorization(app, device)).user_code });
+      expect(page.status).toBe(503);
+      expect(headingOf(page.html)).toBe('Corp SSO is unavailable');
+    } finally {
+      await down.restart();
+    }
+  });
+
   it('answers a 503 page within IDP_HTTP_TIMEOUT_MS when the provider stops answering during the code exchange, issuing nothing', async () => {
     const client = await createSignInClient(app, ['quiet']);
     const config = await issueState(app, client.id);

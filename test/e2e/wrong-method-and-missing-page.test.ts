@@ -1,4 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { RequestDeadlineError } from '../../src/common/errors/temporarily-unavailable.js';
+import { DeviceVerificationService } from '../../src/device-flow/device-verification.service.js';
+import { UpstreamCallbackService } from '../../src/identity-providers/callback/upstream-callback.service.js';
+import { LoginService } from '../../src/oauth-helper/login.service.js';
+import { LogoutService } from '../../src/oidc/logout.service.js';
 import { startTestApp, type TestApp } from '../setup/test-app.js';
 import { launchChromium } from '../setup/chromium.js';
 
@@ -11,6 +16,67 @@ describe('a wrong method, a wrong media type and a mistyped address', () => {
     app = await startTestApp();
   });
   afterAll(() => app.close());
+  afterEach(() => {
+    vi.restoreAllMocks();
+  });
+
+  /** Every page route, by the service method its handler calls: each is made to fail in turn. */
+  const PAGE_ROUTES = [
+    { method: 'GET', path: '/sso/authorize?response_type=code&client_id=x&state=y', service: LoginService, call: 'show' },
+    { method: 'POST', path: '/sso/authorize', service: LoginService, call: 'submit' },
+    { method: 'GET', path: '/sso/device', service: DeviceVerificationService, call: 'show' },
+    { method: 'POST', path: '/sso/device', service: DeviceVerificationService, call: 'submit' },
+    { method: 'GET', path: '/sso/logout', service: LogoutService, call: 'answer' },
+    { method: 'POST', path: '/sso/logout', service: LogoutService, call: 'answer' },
+    { method: 'GET', path: '/sso/logout/done', service: LogoutService, call: 'afterProvider' },
+    { method: 'GET', path: '/sso/callback/corp?code=c&state=s', service: UpstreamCallbackService, call: 'answer' },
+  ] as const;
+
+  const request = (route: (typeof PAGE_ROUTES)[number]) =>
+    fetch(`${app.baseUrl}${route.path}`, {
+      method: route.method,
+      redirect: 'manual',
+      ...(route.method === 'POST' ? { headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'user_code=BCDF-GHJK' } : {}),
+    });
+
+  it('answers an unexpected failure on every page route with the HTML error page, never JSON or a stack, and logs the details', async () => {
+    for (const route of PAGE_ROUTES) {
+      const where = `${route.method} ${route.path}`;
+      vi.spyOn(app.get<object>(route.service as never) as Record<string, () => unknown>, route.call).mockRejectedValue(new TypeError('secret-detail: cannot read properties of undefined'));
+      const response = await request(route);
+      expect(response.status, where).toBe(500);
+      expect(response.headers.get('content-type'), where).toBe('text/html; charset=utf-8');
+      expect(response.headers.get('cache-control'), where).toBe('no-store');
+      expect(response.headers.get('content-security-policy'), where).toContain("default-src 'none'");
+      const html = await response.text();
+      expect(html, where).toContain('<h1>Something went wrong</h1>');
+      expect(html, where).toContain(response.headers.get('x-request-id')!);
+      expect(html, where).not.toMatch(/secret-detail|TypeError|correlationId|\bat \S+ \(/);
+      const logged = app.logs.find((line) => line.reqId === response.headers.get('x-request-id') && line.level === 'error');
+      expect(JSON.stringify(logged), where).toContain('secret-detail');
+      vi.restoreAllMocks();
+    }
+  });
+
+  it('answers a page past its deadline or without its database with the 503 page and Retry-After, and a body it cannot read with an HTML 4xx', async () => {
+    for (const route of PAGE_ROUTES) {
+      const where = `${route.method} ${route.path}`;
+      vi.spyOn(app.get<object>(route.service as never) as Record<string, () => unknown>, route.call).mockRejectedValue(new RequestDeadlineError(5000));
+      const response = await request(route);
+      expect(response.status, where).toBe(503);
+      expect(response.headers.get('retry-after'), where).toBe('1');
+      expect(response.headers.get('content-type'), where).toBe('text/html; charset=utf-8');
+      expect(await response.text(), where).toContain('<h1>Try again in a moment</h1>');
+      vi.restoreAllMocks();
+    }
+    for (const path of ['/sso/authorize', '/sso/device', '/sso/logout']) {
+      const response = await fetch(`${app.baseUrl}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"username":' });
+      expect(response.status, path).toBeGreaterThanOrEqual(400);
+      expect(response.status, path).toBeLessThan(500);
+      expect(response.headers.get('content-type'), path).toBe('text/html; charset=utf-8');
+      expect(await response.text(), path).toContain('<h1>This request does not work</h1>');
+    }
+  });
 
   it.each([
     ['GET', '/sso/token', 'POST'],

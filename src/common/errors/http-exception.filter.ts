@@ -22,7 +22,7 @@ export class HttpExceptionFilter implements ExceptionFilter {
     const reply = http.getResponse<FastifyReply>();
     // The request deadline answered 503 already (and logged it); what comes late has nobody to go to.
     if (reply.sent && isTemporarilyUnavailable(exception)) return;
-    const { status, body } = this.describe(exception);
+    const { status, body } = describeHttpError(exception);
     // Nest's "Cannot GET <url>" repeats the query, which may carry a state or a code.
     const path = request.url.split('?')[0];
     body.message = body.message.replaceAll(request.url, path);
@@ -30,27 +30,31 @@ export class HttpExceptionFilter implements ExceptionFilter {
     if (status === HttpStatus.SERVICE_UNAVAILABLE) void reply.header('Retry-After', String(RETRY_AFTER_S));
     void reply.status(status).send({ ...body, correlationId: request.id });
   }
+}
 
-  private describe(exception: unknown): { status: number; body: { message: string; errors?: unknown } } {
-    if (exception instanceof AppError) {
-      // Bad input reads like a failed validation: the reason is a field error.
-      if (exception.code === 'invalid_input') return { status: 400, body: { message: 'Validation failed', errors: [exception.message] } };
-      return { status: STATUS_BY_CODE[exception.code], body: { message: exception.message } };
-    }
-    if (exception instanceof HttpException) {
-      const response = exception.getResponse();
-      const message = typeof response === 'string' ? response : ((response as { message?: unknown }).message ?? exception.message);
-      // ValidationPipe reports a list of field messages.
-      if (Array.isArray(message)) return { status: exception.getStatus(), body: { message: 'Validation failed', errors: message } };
-      return { status: exception.getStatus(), body: { message: String(message) } };
-    }
-    const fastifyStatus = (exception as { statusCode?: number })?.statusCode;
-    if (fastifyStatus && fastifyStatus >= 400 && fastifyStatus < 500) {
-      return { status: fastifyStatus, body: { message: (exception as Error).message } };
-    }
-    if (isTemporarilyUnavailable(exception)) {
-      return { status: HttpStatus.SERVICE_UNAVAILABLE, body: { message: 'Service temporarily unavailable: try again shortly' } };
-    }
-    return { status: HttpStatus.INTERNAL_SERVER_ERROR, body: { message: 'Internal server error' } };
+/**
+ * The status and the `{ message, errors? }` of a failure, as the service's JSON errors state it
+ * (the pages word the same status for a person). A 500 names nothing of what failed.
+ */
+export function describeHttpError(exception: unknown): { status: number; body: { message: string; errors?: unknown } } {
+  if (exception instanceof AppError) {
+    // Bad input reads like a failed validation: the reason is a field error.
+    if (exception.code === 'invalid_input') return { status: 400, body: { message: 'Validation failed', errors: [exception.message] } };
+    return { status: STATUS_BY_CODE[exception.code], body: { message: exception.message } };
   }
+  if (exception instanceof HttpException) {
+    const response = exception.getResponse();
+    const message = typeof response === 'string' ? response : ((response as { message?: unknown }).message ?? exception.message);
+    // ValidationPipe reports a list of field messages.
+    if (Array.isArray(message)) return { status: exception.getStatus(), body: { message: 'Validation failed', errors: message } };
+    return { status: exception.getStatus(), body: { message: String(message) } };
+  }
+  const fastifyStatus = (exception as { statusCode?: number })?.statusCode;
+  if (fastifyStatus && fastifyStatus >= 400 && fastifyStatus < 500) {
+    return { status: fastifyStatus, body: { message: (exception as Error).message } };
+  }
+  if (isTemporarilyUnavailable(exception)) {
+    return { status: HttpStatus.SERVICE_UNAVAILABLE, body: { message: 'Service temporarily unavailable: try again shortly' } };
+  }
+  return { status: HttpStatus.INTERNAL_SERVER_ERROR, body: { message: 'Internal server error' } };
 }

@@ -1,6 +1,4 @@
-import { applyDecorators } from '@nestjs/common';
-import { ApiExtraModels, ApiResponse, getSchemaPath, type HeadersObject } from '@nestjs/swagger';
-import { ErrorResponseDto } from '../errors/error-response.dto.js';
+import { ApiResponse, type HeadersObject } from '@nestjs/swagger';
 
 const HTML = { 'text/html': { schema: { type: 'string' as const } } };
 
@@ -11,18 +9,6 @@ export const PAGE_HEADERS: HeadersObject = {
   'Content-Security-Policy': { description: "no scripts, forms only to the service (and the device's address), `frame-ancestors 'none'`", schema: { type: 'string' } },
 };
 
-/**
- * A page of the service (text/html). With `orJsonError`, the same status may also come as the
- * service's JSON error: a failure outside the page's own logic (the database is away) goes through
- * the global filter.
- */
-export const ApiHtmlResponse = (status: number, description: string, options: { headers?: HeadersObject; orJsonError?: boolean } = {}) =>
-  applyDecorators(
-    ApiExtraModels(ErrorResponseDto),
-    ApiResponse({
-      status,
-      description,
-      headers: { ...PAGE_HEADERS, ...options.headers },
-      content: options.orJsonError ? { ...HTML, 'application/json': { schema: { $ref: getSchemaPath(ErrorResponseDto) } } } : HTML,
-    }),
-  );
+/** A page of the service (text/html); its failures are pages too (PageExceptionFilter). */
+export const ApiHtmlResponse = (status: number, description: string, options: { headers?: HeadersObject } = {}) =>
+  ApiResponse({ status, description, headers: { ...PAGE_HEADERS, ...options.headers }, content: HTML });

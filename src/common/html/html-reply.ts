@@ -57,8 +57,8 @@ export const csrfRefusal = (cookie: string | undefined) =>
 
 /**
  * Sends a page, with its CSRF cookie when given, and the headers every page of the service
- * carries: never cached, no referrer, no framing (`frame-ancestors 'none'`), no script, forms
- * only to itself. (A form without the cookie has a one-time value of its own for a token.)
+ * carries: never cached, no referrer, no framing (`frame-ancestors 'none'`), no script, images
+ * (the portal's logo) and forms only from and to itself. (A form without the cookie has a one-time value of its own for a token.)
  */
 export function sendHtmlPage(request: FastifyRequest, reply: FastifyReply, page: HtmlPage, csrf?: { token: string; pagePath: string }): void {
   if (page.retryAfter !== undefined) void reply.header('Retry-After', String(page.retryAfter));
@@ -80,7 +80,7 @@ function sendPage(reply: FastifyReply, status: number, html: string, formAction:
   void reply
     .header('Cache-Control', 'no-store')
     .header('Referrer-Policy', 'no-referrer')
-    .header('Content-Security-Policy', `default-src 'none'; style-src ${STYLE_HASH}; form-action ${formAction}; frame-ancestors 'none'; base-uri 'none'`)
+    .header('Content-Security-Policy', `default-src 'none'; style-src ${STYLE_HASH}; img-src 'self'; form-action ${formAction}; frame-ancestors 'none'; base-uri 'none'`)
     .header('X-Frame-Options', 'DENY')
     .header('X-Content-Type-Options', 'nosniff')
     .type('text/html; charset=utf-8')

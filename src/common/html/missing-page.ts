@@ -19,6 +19,7 @@ export function sendMissingPage(reply: FastifyReply, path: string): void {
     'Page not found',
     `<h1>Page not found</h1>
 <p>There is no page at <span class="address">${escapeHtml(shown)}</span>. Check the address for a typing mistake.</p>
+<p><a href="/">Go to the home page</a></p>
 <p class="hint">To sign in a device, open the address the device shows, or scan its QR code.</p>`,
   );
   sendPlainPage(reply, 404, html);

@@ -25,10 +25,7 @@ export class UpstreamCallbackController {
   @ApiHtmlResponse(200, '"Continue to CLIENT?" (the helper link: nothing reaches the device before its Continue, posted to /sso/authorize), the device approval form, or "Sign-in cancelled"')
   @ApiHtmlResponse(400, 'error page saying what failed: an unknown provider, a state not started here, already used, expired or from another browser, or a check of the answer (ID token signature, iss, aud, azp, exp, iat, nonce, RFC 9207 iss)')
   @ApiHtmlResponse(403, 'error page: the brokered user has been disabled here')
-  @ApiHtmlResponse(503, 'error page: the provider could not be reached in IDP_HTTP_TIMEOUT_MS (nor before REQUEST_TIMEOUT_MS) or answered 5xx; JSON `{message, correlationId}` when the database is away or busy', {
-    headers: RETRY_AFTER_HEADER,
-    orJsonError: true,
-  })
+  @ApiHtmlResponse(503, 'error page: the provider could not be reached in IDP_HTTP_TIMEOUT_MS (nor before REQUEST_TIMEOUT_MS) or answered 5xx, or the database is away or busy', { headers: RETRY_AFTER_HEADER })
   async finish(@Param('name') name: string, @Req() request: FastifyRequest, @Res() reply: FastifyReply, @Deadline() deadline: AnswerDeadline) {
     const query = new URLSearchParams(request.url.includes('?') ? request.url.slice(request.url.indexOf('?') + 1) : '');
     const csrfToken = newCsrfToken();

@@ -15,6 +15,7 @@ import type { SignInPurpose } from '../upstream-sign-ins.repository.js';
 import { UpstreamVault } from '../upstream-vault.js';
 import { RelayService } from '../relay.service.js';
 import { SignInConfirmations } from '../sign-in-confirmations.js';
+import { ACCOUNT_DISABLED } from '../sign-in-messages.js';
 import { ClientsService } from '../../clients/clients.service.js';
 import { Metrics } from '../../metrics/metrics.service.js';
 import { issuedAfterStamp } from '../../token/revocations.js';
@@ -127,7 +128,7 @@ export class UpstreamCallbackService {
   /** Broker mode: the linked portal user goes on as after a local sign-in, with the service's own tokens. */
   private async broker({ provider, purpose, identity, stateHash, startedAt }: SignedIn, csrfToken: string, requester: Requester): Promise<CallbackAnswer> {
     const user = await this.users.linkUpstream(provider, identity.claims.sub, profileOf(identity.claims));
-    if (user.disabledAt) return pageOf(403, 'Your account is disabled', `Your account has been disabled here by an administrator, so it cannot sign in. ${AGAIN}`);
+    if (user.disabledAt) return pageOf(403, ACCOUNT_DISABLED.title, ACCOUNT_DISABLED.message);
     // Signed out while at the provider: the stamp read here is what every later step compares with.
     if (!issuedAfterStamp(startedAt, user.tokensValidAfter)) return pageOf(400, ENDED_SIGN_IN.title, ENDED_SIGN_IN.message);
     const refreshToken = identity.tokens.refresh_token;
