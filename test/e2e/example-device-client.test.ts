@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { stripVTControlCharacters } from 'node:util';
@@ -12,14 +11,14 @@ import { signIn } from '../setup/browserless-login.js';
 import { launchChromium } from '../setup/chromium.js';
 import { query } from '../setup/database.js';
 import { freePort } from '../setup/free-port.js';
-import { runToEnd, TSX } from '../setup/run-example.js';
+import { runToEnd, spawnExample } from '../setup/run-example.js';
 import { startTestApp, type TestApp } from '../setup/test-app.js';
 
 const EXAMPLE = fileURLToPath(new URL('../../examples/device-client.ts', import.meta.url));
 
 /** Runs examples/device-client.ts until it has exchanged a code and refreshed once. */
 function runExample(app: TestApp, client: { id: string; secret: string }, extraArgs: string[]) {
-  const child = spawn(TSX, [EXAMPLE, '--api', app.baseUrl, '--refresh-margin', '3599', '--once', ...extraArgs], {
+  const child = spawnExample(EXAMPLE, ['--api', app.baseUrl, '--refresh-margin', '3599', '--once', ...extraArgs], {
     env: { PATH: process.env.PATH, CLIENT_ID: client.id, CLIENT_SECRET: client.secret },
   });
   let output = '';
@@ -40,7 +39,7 @@ function runExample(app: TestApp, client: { id: string; secret: string }, extraA
  * stderr has a `poll: <outcome>` line for each poll that brought no token.
  */
 function runDeviceFlow(app: TestApp, client: TestClient, extraArgs: string[] = []) {
-  const child = spawn(TSX, [EXAMPLE, '--api', app.baseUrl, '--device-flow', ...extraArgs], {
+  const child = spawnExample(EXAMPLE, ['--api', app.baseUrl, '--device-flow', ...extraArgs], {
     env: { PATH: process.env.PATH, CLIENT_ID: client.id, CLIENT_SECRET: client.secret },
   });
   onTestFinished(() => {
@@ -112,7 +111,7 @@ describe('examples/device-client.ts', () => {
 
   it('finds the service by PORT when no --api is given, as the service itself reads it', async () => {
     const client = await createClient(app);
-    const child = spawn(TSX, [EXAMPLE], { env: { PATH: process.env.PATH, CLIENT_ID: client.id, CLIENT_SECRET: client.secret, PORT: String(app.env.PORT) } });
+    const child = spawnExample(EXAMPLE, [], { env: { PATH: process.env.PATH, CLIENT_ID: client.id, CLIENT_SECRET: client.secret, PORT: String(app.env.PORT) } });
     onTestFinished(() => void child.kill());
     let output = '';
     child.stdout.on('data', (chunk) => (output += chunk));
@@ -121,7 +120,7 @@ describe('examples/device-client.ts', () => {
 
   it('names the address it cannot reach, instead of a bare "fetch failed"', async () => {
     const closedPort = await freePort();
-    const child = spawn(TSX, [EXAMPLE, '--device-flow'], { env: { PATH: process.env.PATH, CLIENT_ID: 'x', CLIENT_SECRET: 'y', PORT: String(closedPort) } });
+    const child = spawnExample(EXAMPLE, ['--device-flow'], { env: { PATH: process.env.PATH, CLIENT_ID: 'x', CLIENT_SECRET: 'y', PORT: String(closedPort) } });
     let stderr = '';
     child.stderr.on('data', (chunk) => (stderr += chunk));
     const [code] = await once(child, 'exit');
@@ -164,7 +163,7 @@ describe('examples/device-client.ts --redirect in a real browser', () => {
     const client = await createClient(app, { redirectPatterns: ['http://127.0.0.0/8:*/callback'] });
     const user = await createUser(app);
     // Without --once: the example keeps running (and its callback answering) until it is stopped.
-    const child = spawn(TSX, [EXAMPLE, '--api', app.baseUrl, '--redirect'], { env: { PATH: process.env.PATH, CLIENT_ID: client.id, CLIENT_SECRET: client.secret } });
+    const child = spawnExample(EXAMPLE, ['--api', app.baseUrl, '--redirect'], { env: { PATH: process.env.PATH, CLIENT_ID: client.id, CLIENT_SECRET: client.secret } });
     onTestFinished(() => void child.kill());
     let output = '';
     child.stdout.on('data', (chunk) => (output += chunk));

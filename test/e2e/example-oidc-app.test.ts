@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
@@ -6,7 +5,7 @@ import { createClient, createUser } from '../factories/oauth.factory.js';
 import { LOOPBACK_PATTERN, userId } from '../factories/token-flow.factory.js';
 import { signIn } from '../setup/browserless-login.js';
 import { freePort } from '../setup/free-port.js';
-import { TSX } from '../setup/run-example.js';
+import { spawnExample } from '../setup/run-example.js';
 import { startTestApp, type TestApp } from '../setup/test-app.js';
 
 const EXAMPLE = fileURLToPath(new URL('../../examples/oidc-app.ts', import.meta.url));
@@ -24,7 +23,7 @@ describe('the OpenID Connect example app', () => {
   it('signs a user in with openid-client and prints the ID token claims and userinfo', async () => {
     const client = await createClient(app, { redirectPatterns: [LOOPBACK_PATTERN] });
     const user = await createUser(app);
-    const child = spawn(TSX, [EXAMPLE, '--api', app.baseUrl, '--port', String(await freePort())], {
+    const child = spawnExample(EXAMPLE, ['--api', app.baseUrl, '--port', String(await freePort())], {
       env: { PATH: process.env.PATH, CLIENT_ID: client.id, CLIENT_SECRET: client.secret },
     });
     onTestFinished(() => {

@@ -1,10 +1,9 @@
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient, type TestClient } from '../factories/oauth.factory.js';
 import { freePort } from '../setup/free-port.js';
-import { runToEnd, TSX } from '../setup/run-example.js';
+import { examplesRunning, runToEnd, spawnExample } from '../setup/run-example.js';
 import { startTestApp, type TestApp } from '../setup/test-app.js';
 
 const EXAMPLE = fileURLToPath(new URL('../../examples/notification-subscriber.ts', import.meta.url));
@@ -59,7 +58,7 @@ describe('examples/notification-subscriber.ts', () => {
     app = await startTestApp({ PORT: String(port), CLIENT_TOKEN_TTL: '5' });
     subscriber = await createClient(app, { grants: ['client_credentials'] });
     publisher = await createClient(app, { grants: ['client_credentials'], scopes: ['notification:publish'] });
-    const child = spawn(TSX, [EXAMPLE, '--api', app.baseUrl, '--reconnect-delay', '1'], {
+    const child = spawnExample(EXAMPLE, ['--api', app.baseUrl, '--reconnect-delay', '1'], {
       env: { PATH: process.env.PATH, CLIENT_ID: subscriber.id, CLIENT_SECRET: subscriber.secret },
     });
     child.stdout.on('data', (chunk) => (output += chunk));
@@ -95,7 +94,7 @@ describe('examples/notification-subscriber.ts', () => {
 
   it('reads PORT when no --api is given, and names the address it cannot reach', async () => {
     const closedPort = await freePort();
-    const child = spawn(TSX, [EXAMPLE], { env: { PATH: process.env.PATH, CLIENT_ID: 'x', CLIENT_SECRET: 'y', PORT: String(closedPort) } });
+    const child = spawnExample(EXAMPLE, [], { env: { PATH: process.env.PATH, CLIENT_ID: 'x', CLIENT_SECRET: 'y', PORT: String(closedPort) } });
     let output = '';
     child.stdout.on('data', (chunk) => (output += chunk));
     try {
@@ -121,8 +120,16 @@ describe('examples/notification-subscriber.ts with --protocol v2 and with --sse'
     await app?.close();
   });
 
+  it('leaves no subscriber running once the test has stopped the ones it started', async () => {
+    const subscriber = await createClient(app, { grants: ['client_credentials'] });
+    const out = run(['--sse'], subscriber);
+    await expect.poll(() => out.text, { timeout: 12_000 }).toContain('connected (server-sent events)');
+    for (const stop of children.splice(0)) stop();
+    await expect.poll(() => examplesRunning(EXAMPLE, app.baseUrl), { timeout: 5_000 }).toBe(0);
+  });
+
   function run(args: string[], subscriber: TestClient) {
-    const child = spawn(TSX, [EXAMPLE, '--api', app.baseUrl, '--reconnect-delay', '1', ...args], {
+    const child = spawnExample(EXAMPLE, ['--api', app.baseUrl, '--reconnect-delay', '1', ...args], {
       env: { PATH: process.env.PATH, CLIENT_ID: subscriber.id, CLIENT_SECRET: subscriber.secret },
     });
     const out = { text: '' };
