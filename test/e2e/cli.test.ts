@@ -3,10 +3,12 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createTestDatabase, query } from '../setup/database.js';
-import { type CliResult, runCli as runBuiltCli } from '../setup/processes.js';
+import { CLI_TEST_TIMEOUT_MS, type CliResult, runCli as runBuiltCli } from '../setup/processes.js';
 import { startTestApp } from '../setup/test-app.js';
+
+vi.setConfig({ testTimeout: CLI_TEST_TIMEOUT_MS });
 
 let databaseUrl: string;
 /** An empty working folder, so a developer's `.env` cannot leak into the CLI's configuration. */

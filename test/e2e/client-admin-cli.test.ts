@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { clientToken, SUBSCRIBE_SCOPE, validNotification } from '../factories/notification.factory.js';
 import { createClient, createUser, type TestClient } from '../factories/oauth.factory.js';
 import { openStream, type Stream } from '../factories/stream.factory.js';
@@ -9,8 +9,10 @@ import { credentials, issueTokens, LOOPBACK_PATTERN, LOOPBACK_REDIRECT, postForm
 import { expectFailure, parseSuccess } from '../setup/cli-results.js';
 import { query } from '../setup/database.js';
 import { startSecondInstance } from '../setup/instances.js';
-import { runCli as runBuiltCli } from '../setup/processes.js';
+import { CLI_TEST_TIMEOUT_MS, runCli as runBuiltCli } from '../setup/processes.js';
 import { startTestApp, type TestApp } from '../setup/test-app.js';
+
+vi.setConfig({ testTimeout: CLI_TEST_TIMEOUT_MS });
 
 const HISTORY = '/voyage/notification/v1/notifications?since=2020-01-01T00:00:00.000Z';
 

@@ -1,11 +1,13 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { hashClientSecret } from '../../src/clients/client-secret.js';
 import { expectFailure, parseSuccess } from '../setup/cli-results.js';
 import { createTestDatabase, query } from '../setup/database.js';
-import { runCli as runBuiltCli } from '../setup/processes.js';
+import { CLI_TEST_TIMEOUT_MS, runCli as runBuiltCli } from '../setup/processes.js';
+
+vi.setConfig({ testTimeout: CLI_TEST_TIMEOUT_MS });
 
 /** client:create --file: many clients from JSON lines, checked first, then created all at once. */
 let databaseUrl: string;

@@ -1,10 +1,12 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { expectFailure, parseSuccess } from '../setup/cli-results.js';
 import { createTestDatabase, query } from '../setup/database.js';
-import { runCli as runBuiltCli } from '../setup/processes.js';
+import { CLI_TEST_TIMEOUT_MS, runCli as runBuiltCli } from '../setup/processes.js';
+
+vi.setConfig({ testTimeout: CLI_TEST_TIMEOUT_MS });
 
 // What OpenID Connect needs of a client, as operators set it: public clients, post-logout
 // redirect URLs and the ID token algorithm, through the built CLI, one process per command.

@@ -2,13 +2,15 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { open, parseKeyEncryptionKey } from '../../src/keys/key-encryption.js';
 import { expectFailure, parseSuccess } from '../setup/cli-results.js';
 import { createTestDatabase, query } from '../setup/database.js';
 import { freePort } from '../setup/free-port.js';
-import { type CliResult, runCli as runBuiltCli } from '../setup/processes.js';
+import { CLI_TEST_TIMEOUT_MS, type CliResult, runCli as runBuiltCli } from '../setup/processes.js';
 import { startUpstreamProvider, type UpstreamProvider } from '../setup/upstream/upstream-provider.js';
+
+vi.setConfig({ testTimeout: CLI_TEST_TIMEOUT_MS });
 
 // The idp:* commands and --sign-in, run as operators run them (the built CLI, one process per
 // command) against a real OpenID provider (oidc-provider in its own process), whose discovery

@@ -2,12 +2,14 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { storedKeys } from '../factories/signing-keys.factory.js';
 import { createTestDatabase } from '../setup/database.js';
 import { freePort } from '../setup/free-port.js';
-import { type CliResult, runCli as runBuiltCli, spawnService } from '../setup/processes.js';
+import { CLI_TEST_TIMEOUT_MS, type CliResult, runCli as runBuiltCli, spawnService } from '../setup/processes.js';
 import { startTestApp } from '../setup/test-app.js';
+
+vi.setConfig({ testTimeout: CLI_TEST_TIMEOUT_MS });
 
 /** An empty working folder, so a developer's `.env` cannot leak into the CLI's configuration. */
 let cwd: string;

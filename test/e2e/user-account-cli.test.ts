@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { DEVICE_GRANT, pollDeviceToken, startDeviceAuthorization, VerificationPage, verifyDevice } from '../factories/device-flow.factory.js';
 import { SUBSCRIBE_SCOPE } from '../factories/notification.factory.js';
 import { createClient, createUser, type TestClient } from '../factories/oauth.factory.js';
@@ -11,9 +11,11 @@ import { issueTokens, LOOPBACK_PATTERN, LOOPBACK_REDIRECT, type PortalUser, refr
 import { signIn } from '../setup/browserless-login.js';
 import { expectFailure, parseSuccess, securityEvents } from '../setup/cli-results.js';
 import { query } from '../setup/database.js';
-import { runCli as runBuiltCli } from '../setup/processes.js';
+import { CLI_TEST_TIMEOUT_MS, runCli as runBuiltCli } from '../setup/processes.js';
 import { startTestApp, type TestApp } from '../setup/test-app.js';
 import { canPlayTerminal, runCliAtTerminal } from '../setup/terminal.js';
+
+vi.setConfig({ testTimeout: CLI_TEST_TIMEOUT_MS });
 
 /** Resolves with the close code, or 'open' if the stream is still open after `ms`. */
 const closedWithin = (stream: Stream, ms: number) =>

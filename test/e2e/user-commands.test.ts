@@ -1,12 +1,14 @@
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createClient, createUser, type TestClient } from '../factories/oauth.factory.js';
 import { issueState } from '../factories/state.factory.js';
 import { signIn } from '../setup/browserless-login.js';
-import { runCli as runBuiltCli } from '../setup/processes.js';
+import { CLI_TEST_TIMEOUT_MS, runCli as runBuiltCli } from '../setup/processes.js';
 import { startTestApp, type TestApp } from '../setup/test-app.js';
+
+vi.setConfig({ testTimeout: CLI_TEST_TIMEOUT_MS });
 
 /** The portal-user commands of the admin CLI, beside a running service on the same database. */
 describe('user:list and user:unlock', () => {

@@ -405,7 +405,7 @@ describe('KeysService', () => {
       expect(wrong?.message).toMatch(/^KEYS_ENCRYPTION_KEY does not decrypt the stored private signing keys/);
       for (const error of [missing, wrong]) {
         expect(error!.message).not.toMatch(/authenticate|\n/);
-        expect(error!.name).toBe('KeyEncryptionError');
+        expect(error!.name).toBe('StartupRefusal'); // the start stops in one line, no stack
       }
       // Nothing replaced, nothing re-sealed.
       expect(await storedKeys(url)).toEqual(before);

@@ -30,6 +30,13 @@ export interface CliResult {
 }
 
 /**
+ * A test's time limit in a file of CLI tests: each command is a process of its own (under a second
+ * on an idle machine, several on a loaded one), so a test's time grows with its commands, each
+ * bounded by runCli's own 25 s. The verdict must not depend on the machine's speed.
+ */
+export const CLI_TEST_TIMEOUT_MS = 180_000;
+
+/**
  * Runs the built CLI (`node dist/cli.js ...args`) to completion with only PATH and `env` in its
  * environment. stdin is always written (or left empty) and closed, so a command that reads it
  * never waits on a terminal.
