@@ -21,10 +21,10 @@ import { readTlsFiles } from './common/http/tls-files.js';
 import type { Env } from './config/env.js';
 import { VERSION } from './health/version.js';
 import { Metrics } from './metrics/metrics.service.js';
-import { DeliveryService } from './notification/delivery.service.js';
-import { BATCH_PUBLISH_PATH } from './notification/notification.controller.js';
-import { NotificationWsAdapter } from './notification/notification-ws.adapter.js';
-import { StreamAuthorizer } from './notification/stream-authorizer.js';
+import { DeliveryService } from './notification/delivery/delivery.service.js';
+import { BATCH_PUBLISH_PATH } from './notification/publish/notification.controller.js';
+import { NotificationWsAdapter } from './notification/streams/notification-ws.adapter.js';
+import { StreamAuthorizer } from './notification/streams/stream-authorizer.js';
 import { issuerPathDiscovery } from './oidc/issuer-path-discovery.js';
 import { CLIENT_SECRET_BASIC } from './token/oauth-form-route.decorator.js';
 

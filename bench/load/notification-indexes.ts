@@ -20,8 +20,8 @@ import { parseArgs } from 'node:util';
 import { DataSource } from 'typeorm';
 import { Env } from '../../src/config/env.js';
 import { dataSourceOptions, runMigrations } from '../../src/database/data-source.js';
-import { PUBLISH_INSERT, type NewNotification, NotificationsRepository, publishInsertParameters } from '../../src/notification/notifications.repository.js';
-import type { PreviousReleaseListeners } from '../../src/notification/previous-release-listeners.js';
+import { PUBLISH_INSERT, type NewNotification, NotificationsRepository, publishInsertParameters } from '../../src/notification/publish/notifications.repository.js';
+import type { PreviousReleaseListeners } from '../../src/notification/publish/previous-release-listeners.js';
 import { FLEET_SERVER_SETTINGS, startBareDatabase } from '../lib/pg-cluster.js';
 import { median, round } from '../lib/ws-common.js';
 

@@ -1,8 +1,8 @@
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { PREVIOUS_RELEASE_LISTENER } from '../../src/database/pg-listener.service.js';
-import { PreviousReleaseListeners } from '../../src/notification/previous-release-listeners.js';
-import { PREVIOUS_RELEASE_CHANNEL, WAKE_CHANNEL, wakeKey, wakeKeysIn } from '../../src/notification/wake-ups.js';
+import { PreviousReleaseListeners } from '../../src/notification/publish/previous-release-listeners.js';
+import { PREVIOUS_RELEASE_CHANNEL, WAKE_CHANNEL, wakeKey, wakeKeysIn } from '../../src/notification/publish/wake-ups.js';
 import { clientToken, PUBLISH_SCOPE, publish, SUBSCRIBE_SCOPE, validNotification } from '../factories/notification.factory.js';
 import { createClient, type TestClient } from '../factories/oauth.factory.js';
 import { openStream, type Stream } from '../factories/stream.factory.js';

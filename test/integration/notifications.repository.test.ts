@@ -4,8 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Env } from '../../src/config/env.js';
 import { dataSourceOptions, runMigrations } from '../../src/database/data-source.js';
 import { databaseUnavailableReason } from '../../src/database/database-unavailable.js';
-import { type InsertOutcome, type NewNotification, NotificationsRepository } from '../../src/notification/notifications.repository.js';
-import type { PreviousReleaseListeners } from '../../src/notification/previous-release-listeners.js';
+import { type InsertOutcome, type NewNotification, NotificationsRepository } from '../../src/notification/publish/notifications.repository.js';
+import type { PreviousReleaseListeners } from '../../src/notification/publish/previous-release-listeners.js';
 import { createTestDatabase, query } from '../setup/database.js';
 
 /** The service's per-recipient publish lock: pg_advisory_xact_lock(7042002, hashtext(recipient)). */

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { loadEnv } from '../../src/config/env.js';
 import { Metrics } from '../../src/metrics/metrics.service.js';
-import type { PublishNotificationDto } from '../../src/notification/dto/publish-notification.dto.js';
-import { NotificationPublisher } from '../../src/notification/notification-publisher.service.js';
-import type { InsertOutcome, NewNotification, NotificationsRepository } from '../../src/notification/notifications.repository.js';
+import type { PublishNotificationDto } from '../../src/notification/publish/dto/publish-notification.dto.js';
+import { NotificationPublisher } from '../../src/notification/publish/notification-publisher.service.js';
+import type { InsertOutcome, NewNotification, NotificationsRepository } from '../../src/notification/publish/notifications.repository.js';
 import { validNotification } from '../factories/notification.factory.js';
 
 /** PostgreSQL's refusal, as TypeORM throws it. */

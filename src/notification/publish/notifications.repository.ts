@@ -1,10 +1,10 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, type EntityManager } from 'typeorm';
-import { Env } from '../config/env.js';
-import { databaseUnavailableReason } from '../database/database-unavailable.js';
-import { PreparedStatement } from '../database/prepared-statement.js';
-import type { CursorSave } from './cursor-book.js';
+import { Env } from '../../config/env.js';
+import { databaseUnavailableReason } from '../../database/database-unavailable.js';
+import { PreparedStatement } from '../../database/prepared-statement.js';
+import type { CursorSave } from '../delivery/cursor-book.js';
 import { PreviousReleaseListeners } from './previous-release-listeners.js';
 import { PREVIOUS_RELEASE_CHANNEL, WAKE_CHANNEL, wakePayloads } from './wake-ups.js';
 

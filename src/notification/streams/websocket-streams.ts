@@ -1,8 +1,8 @@
 import type { Socket } from 'node:net';
 import type { WebSocket } from 'ws';
 import { CloseCode } from './close-codes.js';
-import type { StoredNotification } from './notifications.repository.js';
-import type { Outlet, ResetReason } from './outlet.js';
+import type { StoredNotification } from '../publish/notifications.repository.js';
+import type { Outlet, ResetReason } from '../delivery/outlet.js';
 import type { StreamTransport } from './stream-transport.js';
 
 /** The WebSocket subprotocol of protocol v2. */

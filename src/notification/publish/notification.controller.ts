@@ -1,10 +1,10 @@
 import { BadRequestException, Body, Controller, Get, HttpCode, PayloadTooLargeException, Post, Query, Req, Res, UseGuards } from '@nestjs/common';
 import { ApiAcceptedResponse, ApiBearerAuth, ApiBody, ApiOkResponse, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
-import { invalidInput } from '../common/errors/app-error.js';
-import { Env } from '../config/env.js';
-import { ApiErrorResponse, ApiUnavailableResponse, RETRY_AFTER_HEADER } from '../common/errors/api-error-response.decorator.js';
-import { ApiBearerRefusals, type AuthenticatedRequest, BearerGuard, Requires } from './bearer.guard.js';
+import { invalidInput } from '../../common/errors/app-error.js';
+import { Env } from '../../config/env.js';
+import { ApiErrorResponse, ApiUnavailableResponse, RETRY_AFTER_HEADER } from '../../common/errors/api-error-response.decorator.js';
+import { ApiBearerRefusals, type AuthenticatedRequest, BearerGuard, Requires } from '../bearer.guard.js';
 import { BatchAcceptedDto, ListedNotificationDto, PublishAcceptedDto } from './dto/notification-response.dto.js';
 import { isCalendarDate, PublishNotificationDto } from './dto/publish-notification.dto.js';
 import { type HistoryQuery, NotificationHistory } from './notification-history.service.js';

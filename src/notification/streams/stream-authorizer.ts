@@ -1,9 +1,9 @@
 import type { IncomingMessage } from 'node:http';
 import { Injectable } from '@nestjs/common';
 import { decodeProtectedHeader } from 'jose';
-import { Env } from '../config/env.js';
-import { BearerAuthenticator, BearerRejection } from './bearer-authenticator.js';
-import type { ResumePosition } from './delivery.service.js';
+import { Env } from '../../config/env.js';
+import { BearerAuthenticator, BearerRejection } from '../bearer-authenticator.js';
+import type { ResumePosition } from '../delivery/delivery.service.js';
 import { readResumePosition } from './resume-position.js';
 import type { StreamToken } from './streams.service.js';
 import { PROTOCOL_V2 } from './websocket-streams.js';

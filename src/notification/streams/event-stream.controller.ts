@@ -2,10 +2,10 @@ import { BadRequestException, Controller, Get, Headers, NotAcceptableException, 
 import { ApiBearerAuth, ApiHeader, ApiOperation, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import Negotiator from 'negotiator';
-import { ApiErrorResponse, RETRY_AFTER_HEADER } from '../common/errors/api-error-response.decorator.js';
-import { Env } from '../config/env.js';
-import { BearerAuthenticator, BearerRejection } from './bearer-authenticator.js';
-import { ApiBearerRefusals, type AuthenticatedRequest, BearerGuard, Requires } from './bearer.guard.js';
+import { ApiErrorResponse, RETRY_AFTER_HEADER } from '../../common/errors/api-error-response.decorator.js';
+import { Env } from '../../config/env.js';
+import { BearerAuthenticator, BearerRejection } from '../bearer-authenticator.js';
+import { ApiBearerRefusals, type AuthenticatedRequest, BearerGuard, Requires } from '../bearer.guard.js';
 import { EVENT_STREAM_HEADERS, EventStream, type EventStreamGzip } from './event-streams.js';
 import { readResumePosition } from './resume-position.js';
 import { signingKeyOf } from './stream-authorizer.js';

@@ -2,8 +2,8 @@ import type { ServerResponse } from 'node:http';
 import type { Writable } from 'node:stream';
 import { constants as zlib, createGzip, type Gzip } from 'node:zlib';
 import { CloseCode } from './close-codes.js';
-import type { StoredNotification } from './notifications.repository.js';
-import type { Outlet, ResetReason } from './outlet.js';
+import type { StoredNotification } from '../publish/notifications.repository.js';
+import type { Outlet, ResetReason } from '../delivery/outlet.js';
 import type { StreamTransport } from './stream-transport.js';
 
 /** The response headers of an event stream: never cached, never buffered by a proxy (nginx reads X-Accel-Buffering). */

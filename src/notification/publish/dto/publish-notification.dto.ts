@@ -2,7 +2,7 @@ import { applyDecorators } from '@nestjs/common';
 import { ApiProperty } from '@nestjs/swagger';
 import { Transform, Type } from 'class-transformer';
 import { ArrayMaxSize, IsArray, IsNotEmpty, IsString, IsUUID, MaxLength, ValidateBy, ValidateNested } from 'class-validator';
-import { PlainText, StorableText, WellFormedText } from '../../common/validation/storable-text.js';
+import { PlainText, StorableText, WellFormedText } from '../../../common/validation/storable-text.js';
 
 /** RFC 3339 in UTC or with an offset, with milliseconds, as the notification service's documented samples. */
 export const RFC3339_MILLIS = /^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])T([01]\d|2[0-3]):[0-5]\d:[0-5]\d\.\d{3}(Z|[+-]([01]\d|2[0-3]):[0-5]\d)$/;

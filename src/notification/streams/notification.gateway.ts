@@ -1,9 +1,9 @@
 import type { IncomingMessage } from 'node:http';
 import { type OnGatewayConnection, WebSocketGateway } from '@nestjs/websockets';
 import type { WebSocket } from 'ws';
-import { Metrics } from '../metrics/metrics.service.js';
+import { Metrics } from '../../metrics/metrics.service.js';
 import { ConnectionRegistry } from './connection-registry.js';
-import { DeliveryService } from './delivery.service.js';
+import { DeliveryService } from '../delivery/delivery.service.js';
 import { resumeOfUpgrade, tokenOfUpgrade } from './notification-ws.adapter.js';
 import { ProtocolV2Messages } from './protocol-v2-messages.js';
 import { StreamAuthorizer } from './stream-authorizer.js';

@@ -1,12 +1,12 @@
 import { Injectable, Logger, type OnModuleInit } from '@nestjs/common';
-import { ClientsService } from '../clients/clients.service.js';
-import { Env } from '../config/env.js';
-import { PgListener } from '../database/pg-listener.service.js';
-import { KeysService } from '../keys/keys.service.js';
-import { AccessTokens } from '../token/access-tokens.service.js';
+import { ClientsService } from '../../clients/clients.service.js';
+import { Env } from '../../config/env.js';
+import { PgListener } from '../../database/pg-listener.service.js';
+import { KeysService } from '../../keys/keys.service.js';
+import { AccessTokens } from '../../token/access-tokens.service.js';
 import { CloseCode } from './close-codes.js';
 import { ConnectionRegistry, type StreamConnection } from './connection-registry.js';
-import { NotificationListener } from './notification-listener.service.js';
+import { NotificationListener } from '../delivery/notification-listener.service.js';
 
 /**
  * Closes, on every instance, the streams a revocation reaches: an access token revoked at

@@ -1,5 +1,6 @@
 import { constants as zlibConstants, deflateRawSync } from 'node:zlib';
 import type { PerMessageDeflateOptions, WebSocket } from 'ws';
+import type { WsCompression } from '../../config/env.js';
 
 /**
  * permessage-deflate (RFC 7692) on the stream, when the client offers it, with the zlib memory it
@@ -23,9 +24,9 @@ import type { PerMessageDeflateOptions, WebSocket } from 'ws';
  * bytes in its window, so the references resolve there as if one stream had made them.
  *
  * `WS_COMPRESSION=off`: no extension is negotiated; frames go as they are.
+ *
+ * The modes' list (WS_COMPRESSION_MODES) is config's, so that config imports nothing of the stream.
  */
-export const WS_COMPRESSION_MODES = ['on', 'off', 'context-takeover'] as const;
-export type WsCompression = (typeof WS_COMPRESSION_MODES)[number];
 
 /** RFC 7692's name of the extension, as ws keys it. */
 const PERMESSAGE_DEFLATE = 'permessage-deflate';

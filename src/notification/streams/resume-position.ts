@@ -1,4 +1,4 @@
-import type { ResumePosition } from './delivery.service.js';
+import type { ResumePosition } from '../delivery/delivery.service.js';
 
 const SEQ = /^(0|[1-9][0-9]{0,15})$/;
 const EPOCH = /^[A-Za-z0-9_-]{1,64}$/;

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { RawData, WebSocket } from 'ws';
 import { CloseCode } from './close-codes.js';
 import type { StreamConnection } from './connection-registry.js';
-import { DeliveryService } from './delivery.service.js';
+import { DeliveryService } from '../delivery/delivery.service.js';
 import { StreamAuthorizer } from './stream-authorizer.js';
 import { Streams } from './streams.service.js';
 

@@ -1,12 +1,12 @@
 import { Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
-import { Batcher } from '../common/batching/batcher.js';
-import { Env } from '../config/env.js';
-import { Metrics } from '../metrics/metrics.service.js';
-import { isDatabaseUnavailable } from '../database/database-unavailable.js';
+import { Batcher } from '../../common/batching/batcher.js';
+import { Env } from '../../config/env.js';
+import { Metrics } from '../../metrics/metrics.service.js';
+import { isDatabaseUnavailable } from '../../database/database-unavailable.js';
 import { CursorBook, type CursorSave, type Progress } from './cursor-book.js';
-import { NotificationsRepository, type ReadAfter, type ResumeFacts, type ResumeFactsRequest, type StoredNotification } from './notifications.repository.js';
+import { NotificationsRepository, type ReadAfter, type ResumeFacts, type ResumeFactsRequest, type StoredNotification } from '../publish/notifications.repository.js';
 import type { Outlet, ResetReason } from './outlet.js';
-import { wakeKey } from './wake-ups.js';
+import { wakeKey } from '../publish/wake-ups.js';
 
 /** How many stored notifications one read fetches for a recipient (replay and live alike). */
 const BATCH = 500;

@@ -3,14 +3,15 @@ import type { Duplex } from 'node:stream';
 import type { INestApplicationContext } from '@nestjs/common';
 import { WsAdapter } from '@nestjs/platform-ws';
 import type { WebSocket, WebSocketServer } from 'ws';
-import { RETRY_AFTER_S } from '../common/errors/temporarily-unavailable.js';
-import { answerOverHttp, asksForWebSocket } from '../common/http/upgrade-fallback.js';
+import type { WsCompression } from '../../config/env.js';
+import { RETRY_AFTER_S } from '../../common/errors/temporarily-unavailable.js';
+import { answerOverHttp, asksForWebSocket } from '../../common/http/upgrade-fallback.js';
 import { CloseCode } from './close-codes.js';
-import type { ResumePosition } from './delivery.service.js';
+import type { ResumePosition } from '../delivery/delivery.service.js';
 import type { UpgradeDecision } from './stream-authorizer.js';
 import type { StreamToken } from './streams.service.js';
 import { PROTOCOL_V2 } from './websocket-streams.js';
-import { perMessageDeflateOptions, boundCompressionMemory, type WsCompression } from './stream-compression.js';
+import { perMessageDeflateOptions, boundCompressionMemory } from './stream-compression.js';
 
 const CLOSE_HANDSHAKE_MS = 1_000;
 

@@ -1,10 +1,10 @@
 import { Injectable, Logger, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
-import { ClientsService } from '../clients/clients.service.js';
-import { Env } from '../config/env.js';
-import { isDatabaseUnavailable } from '../database/database-unavailable.js';
-import { PgListener } from '../database/pg-listener.service.js';
+import { ClientsService } from '../../clients/clients.service.js';
+import { Env } from '../../config/env.js';
+import { isDatabaseUnavailable } from '../../database/database-unavailable.js';
+import { PgListener } from '../../database/pg-listener.service.js';
 import { ConnectionRegistry } from './connection-registry.js';
-import { NotificationListener } from './notification-listener.service.js';
+import { NotificationListener } from '../delivery/notification-listener.service.js';
 
 const TICK_MS = 1_000;
 

@@ -1,10 +1,10 @@
 import { Injectable, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
 import { HealthIndicatorService } from '@nestjs/terminus';
-import { CLIENT_CHANGED_CHANNEL } from '../clients/clients.repository.js';
-import { PgListener } from '../database/pg-listener.service.js';
-import { HealthRegistry } from '../health/health-registry.js';
+import { CLIENT_CHANGED_CHANNEL } from '../../clients/clients.repository.js';
+import { PgListener } from '../../database/pg-listener.service.js';
+import { HealthRegistry } from '../../health/health-registry.js';
 import { DeliveryService } from './delivery.service.js';
-import { PREVIOUS_RELEASE_CHANNEL, WAKE_CHANNEL, wakeKeysIn } from './wake-ups.js';
+import { PREVIOUS_RELEASE_CHANNEL, WAKE_CHANNEL, wakeKeysIn } from '../publish/wake-ups.js';
 
 /** Hooks for changes of a client elsewhere (CLI, other instances): the gateway closes a disabled client's streams. */
 export type ClientChangedHandler = (clientId: string) => void;

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import type { Subscriber } from './delivery.service.js';
+import type { Subscriber } from '../delivery/delivery.service.js';
 import type { StreamTransport } from './stream-transport.js';
 
 /** One open stream and what it was opened with. */

@@ -1,12 +1,12 @@
 import { type BeforeApplicationShutdown, Injectable, Logger } from '@nestjs/common';
-import { Env } from '../config/env.js';
-import { isDatabaseUnavailable } from '../database/database-unavailable.js';
-import { Metrics } from '../metrics/metrics.service.js';
-import type { AccessTokenClaims } from '../token/access-tokens.service.js';
+import { Env } from '../../config/env.js';
+import { isDatabaseUnavailable } from '../../database/database-unavailable.js';
+import { Metrics } from '../../metrics/metrics.service.js';
+import type { AccessTokenClaims } from '../../token/access-tokens.service.js';
 import { CloseCode } from './close-codes.js';
 import { ConnectionRegistry, type StreamConnection } from './connection-registry.js';
-import { DeliveryService, type ResumePosition } from './delivery.service.js';
-import type { Outlet } from './outlet.js';
+import { DeliveryService, type ResumePosition } from '../delivery/delivery.service.js';
+import type { Outlet } from '../delivery/outlet.js';
 import type { StreamTransport } from './stream-transport.js';
 
 /** A v2 stream is told this long before its token expires, so it can replace it in band. */

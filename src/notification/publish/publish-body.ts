@@ -1,6 +1,6 @@
 import { BadRequestException, Injectable, type PipeTransform, ValidationPipe } from '@nestjs/common';
 import { isUUID } from 'class-validator';
-import { CONTROL, CONTROL_EXCEPT_LINE_BREAKS, LONE_SURROGATE } from '../common/validation/storable-text.js';
+import { CONTROL, CONTROL_EXCEPT_LINE_BREAKS, LONE_SURROGATE } from '../../common/validation/storable-text.js';
 import { isCalendarDate, PublishNotificationDto, RFC3339_MILLIS } from './dto/publish-notification.dto.js';
 
 /**

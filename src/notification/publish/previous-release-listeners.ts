@@ -2,7 +2,7 @@ import { performance } from 'node:perf_hooks';
 import { Injectable, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
-import { PREVIOUS_RELEASE_LISTENER } from '../database/pg-listener.service.js';
+import { PREVIOUS_RELEASE_LISTENER } from '../../database/pg-listener.service.js';
 import { PREVIOUS_RELEASE_CHANNEL } from './wake-ups.js';
 
 /** How often PostgreSQL is asked. */

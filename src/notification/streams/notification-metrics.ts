@@ -1,6 +1,6 @@
 import { Injectable, type OnModuleInit } from '@nestjs/common';
-import { Metrics } from '../metrics/metrics.service.js';
-import { DeliveryService } from './delivery.service.js';
+import { Metrics } from '../../metrics/metrics.service.js';
+import { DeliveryService } from '../delivery/delivery.service.js';
 import { NotificationGateway } from './notification.gateway.js';
 
 /** Scrape-time gauges of the stream, read from memory: a scrape never queries the database. */

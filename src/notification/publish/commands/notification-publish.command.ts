@@ -1,8 +1,8 @@
 import { readFile } from 'node:fs/promises';
 import { Command, CommandRunner, Option } from 'nest-commander';
-import { printJson } from '../../common/cli/output.js';
-import { invalidInput } from '../../common/errors/app-error.js';
-import { Env } from '../../config/env.js';
+import { printJson } from '../../../common/cli/output.js';
+import { invalidInput } from '../../../common/errors/app-error.js';
+import { Env } from '../../../config/env.js';
 import { NotificationPublisher } from '../notification-publisher.service.js';
 import { readPublishBody } from '../publish-body.js';
 
