@@ -7,6 +7,7 @@ import { TokenModule } from '../token/token.module.js';
 import { BearerAuthenticator } from './bearer-authenticator.js';
 import { BearerGuard } from './bearer.guard.js';
 import { ConnectionRegistry } from './streams/connection-registry.js';
+import { DeliveryRepository } from './delivery/delivery.repository.js';
 import { DeliveryService } from './delivery/delivery.service.js';
 import { NotificationHistory } from './publish/notification-history.service.js';
 import { NotificationListener } from './delivery/notification-listener.service.js';
@@ -30,6 +31,7 @@ import { Streams } from './streams/streams.service.js';
     BearerAuthenticator,
     BearerGuard,
     ConnectionRegistry,
+    DeliveryRepository,
     DeliveryService,
     NotificationGateway,
     NotificationHistory,

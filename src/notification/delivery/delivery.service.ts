@@ -4,7 +4,7 @@ import { Env } from '../../config/env.js';
 import { Metrics } from '../../metrics/metrics.service.js';
 import { isDatabaseUnavailable } from '../../database/database-unavailable.js';
 import { CursorBook, type CursorSave, type Progress } from './cursor-book.js';
-import { NotificationsRepository, type ReadAfter, type ResumeFacts, type ResumeFactsRequest, type StoredNotification } from '../publish/notifications.repository.js';
+import { DeliveryRepository, type ReadAfter, type ResumeFacts, type ResumeFactsRequest, type StoredNotification } from './delivery.repository.js';
 import type { Outlet, ResetReason } from './outlet.js';
 import { wakeKey } from '../publish/wake-ups.js';
 
@@ -87,7 +87,7 @@ export class DeliveryService implements OnModuleInit, OnApplicationShutdown {
   private readonly resumes: Batcher<ResumeFactsRequest, ResumeFacts>;
 
   constructor(
-    private readonly notifications: NotificationsRepository,
+    private readonly notifications: DeliveryRepository,
     private readonly env: Env,
     private readonly metrics: Metrics,
   ) {

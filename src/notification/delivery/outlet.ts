@@ -1,4 +1,4 @@
-import type { StoredNotification } from '../publish/notifications.repository.js';
+import type { StoredNotification } from './delivery.repository.js';
 
 /** Why a resuming connection is told that what it missed is no longer complete. */
 export type ResetReason = 'retention' | 'epoch';

@@ -2,7 +2,7 @@ import type { ServerResponse } from 'node:http';
 import type { Writable } from 'node:stream';
 import { constants as zlib, createGzip, type Gzip } from 'node:zlib';
 import { CloseCode } from './close-codes.js';
-import type { StoredNotification } from '../publish/notifications.repository.js';
+import type { StoredNotification } from '../delivery/delivery.repository.js';
 import type { Outlet, ResetReason } from '../delivery/outlet.js';
 import type { StreamTransport } from './stream-transport.js';
 

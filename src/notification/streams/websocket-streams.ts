@@ -1,7 +1,7 @@
 import type { Socket } from 'node:net';
 import type { WebSocket } from 'ws';
 import { CloseCode } from './close-codes.js';
-import type { StoredNotification } from '../publish/notifications.repository.js';
+import type { StoredNotification } from '../delivery/delivery.repository.js';
 import type { Outlet, ResetReason } from '../delivery/outlet.js';
 import type { StreamTransport } from './stream-transport.js';
 
