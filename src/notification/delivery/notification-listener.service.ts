@@ -19,7 +19,7 @@ const POLL_WHILE_DEAF_MS = 1_000;
  * timer, so streams are late, never silent.
  */
 @Injectable()
-export class NotificationListener implements OnModuleInit, OnModuleDestroy {
+export class NotificationListenerService implements OnModuleInit, OnModuleDestroy {
   private poller?: NodeJS.Timeout;
 
   constructor(

@@ -11,7 +11,7 @@ export interface HistoryQuery {
 }
 
 @Injectable()
-export class NotificationHistory {
+export class NotificationHistoryService {
   constructor(private readonly notifications: NotificationsRepository) {}
 
   /** Exactly the pushed messages, each with its seq after the pushed fields, oldest first. */

@@ -56,7 +56,7 @@ const ABANDONED: PublishOutcome = { abandoned: true };
  * its transaction once the locks are had.
  */
 @Injectable()
-export class NotificationPublisher {
+export class NotificationPublisherService {
   private readonly writes: Batcher<NewNotification, PublishOutcome>;
   /** Recipients whose lock was found held elsewhere, since when (until a transaction stores them). */
   private readonly busySince = new Map<string, number>();

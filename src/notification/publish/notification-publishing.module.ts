@@ -1,11 +1,11 @@
 import { Module } from '@nestjs/common';
-import { NotificationPublisher } from './notification-publisher.service.js';
+import { NotificationPublisherService } from './notification-publisher.service.js';
 import { NotificationsRepository } from './notifications.repository.js';
-import { PreviousReleaseListeners } from './previous-release-listeners.js';
+import { PreviousReleaseListenersService } from './previous-release-listeners.service.js';
 
 /** Storing notifications, without the stream: what the CLI needs, and what the stream reads. */
 @Module({
-  providers: [NotificationPublisher, NotificationsRepository, PreviousReleaseListeners],
-  exports: [NotificationPublisher, NotificationsRepository],
+  providers: [NotificationPublisherService, NotificationsRepository, PreviousReleaseListenersService],
+  exports: [NotificationPublisherService, NotificationsRepository],
 })
 export class NotificationPublishingModule {}

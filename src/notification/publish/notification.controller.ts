@@ -7,9 +7,9 @@ import { ApiErrorResponse, ApiUnavailableResponse, RETRY_AFTER_HEADER } from '..
 import { ApiBearerRefusals, type AuthenticatedRequest, BearerGuard, Requires } from '../bearer.guard.js';
 import { BatchAcceptedDto, ListedNotificationDto, PublishAcceptedDto } from './dto/notification-response.dto.js';
 import { isCalendarDate, PublishNotificationDto } from './dto/publish-notification.dto.js';
-import { type HistoryQuery, NotificationHistory } from './notification-history.service.js';
-import { type Abandoned, NotificationPublisher } from './notification-publisher.service.js';
-import { PublishBodyPipe, readPublishBody } from './publish-body.js';
+import { type HistoryQuery, NotificationHistoryService } from './notification-history.service.js';
+import { type Abandoned, NotificationPublisherService } from './notification-publisher.service.js';
+import { PublishBodyPipe, readPublishBody } from './publish-body.pipe.js';
 
 export const NOTIFICATIONS_ROUTE = 'voyage/notification/v1/notifications';
 /** The batch route reads bodies up to PUBLISH_BATCH_MAX_BYTES (set on the route in app.ts); every other route 64 KiB. */
@@ -30,8 +30,8 @@ const ApiPublishUnavailableResponse = () =>
 @UseGuards(BearerGuard)
 export class NotificationController {
   constructor(
-    private readonly publisher: NotificationPublisher,
-    private readonly history: NotificationHistory,
+    private readonly publisher: NotificationPublisherService,
+    private readonly history: NotificationHistoryService,
     private readonly env: Env,
   ) {}
 

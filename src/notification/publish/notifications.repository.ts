@@ -4,7 +4,7 @@ import { DataSource, type EntityManager } from 'typeorm';
 import { Env } from '../../config/env.js';
 import { databaseUnavailableReason } from '../../database/database-unavailable.js';
 import { PreparedStatement } from '../../database/prepared-statement.js';
-import { PreviousReleaseListeners } from './previous-release-listeners.js';
+import { PreviousReleaseListenersService } from './previous-release-listeners.service.js';
 import { PREVIOUS_RELEASE_CHANNEL, WAKE_CHANNEL, wakePayloads } from './wake-ups.js';
 
 /** First key of the per-recipient publish lock (the second is the recipient's hash); any constant unused elsewhere. */
@@ -136,7 +136,7 @@ export class NotificationsRepository {
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
     env: Env,
-    private readonly previousRelease: PreviousReleaseListeners,
+    private readonly previousRelease: PreviousReleaseListenersService,
   ) {
     this.lockTimeoutMs = env.DATABASE_LOCK_TIMEOUT_MS;
   }
@@ -229,7 +229,7 @@ export class NotificationsRepository {
   /**
    * Wakes every instance once for the transaction, and once per recipient those of the previous
    * release while one may be listening. Returns the recipients when their wake-up went without the
-   * previous release's form: PreviousReleaseListeners is told once the transaction commits.
+   * previous release's form: PreviousReleaseListenersService is told once the transaction commits.
    */
   private async wake(manager: EntityManager, recipients: Set<string>): Promise<Set<string> | undefined> {
     const payloads = wakePayloads(recipients);

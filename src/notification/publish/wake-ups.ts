@@ -10,7 +10,7 @@ import { hash } from 'node:crypto';
  *
  * The previous release sent one NOTIFY per recipient on PREVIOUS_RELEASE_CHANNEL, the recipient as
  * the payload, and its instances listen only there; both are read here, and both are sent while
- * an instance of that release is listening (see PreviousReleaseListeners).
+ * an instance of that release is listening (see PreviousReleaseListenersService).
  */
 export const WAKE_CHANNEL = 'vc_wake';
 export const PREVIOUS_RELEASE_CHANNEL = 'vc_notification';

@@ -8,8 +8,8 @@ import { BearerAuthenticator, BearerRejection } from '../bearer-authenticator.js
 import { ApiBearerRefusals, type AuthenticatedRequest, BearerGuard, Requires } from '../bearer.guard.js';
 import { EVENT_STREAM_HEADERS, EventStream, type EventStreamGzip } from './event-streams.js';
 import { readResumePosition } from './resume-position.js';
-import { signingKeyOf } from './stream-authorizer.js';
-import { Streams } from './streams.service.js';
+import { signingKeyOf } from './stream-authorizer.service.js';
+import { StreamsService } from './streams.service.js';
 
 export const EVENT_STREAM_ROUTE = 'voyage/notification/v1/sse/products';
 
@@ -18,7 +18,7 @@ export const EVENT_STREAM_ROUTE = 'voyage/notification/v1/sse/products';
  * Everything a WebSocket stream is refused with is answered here before the stream starts, in
  * the notification routes' error format (401/403 by the bearer guard, 400 for a resume position
  * the service never sent, 406, 503 at capacity); from the 200 on, the stream lives as every
- * stream does (Streams).
+ * stream does (StreamsService).
  */
 @ApiTags('notifications')
 @ApiBearerAuth()
@@ -26,7 +26,7 @@ export const EVENT_STREAM_ROUTE = 'voyage/notification/v1/sse/products';
 @UseGuards(BearerGuard)
 export class EventStreamController {
   constructor(
-    private readonly streams: Streams,
+    private readonly streams: StreamsService,
     private readonly authenticator: BearerAuthenticator,
     private readonly env: Env,
   ) {}

@@ -8,7 +8,7 @@ import { RETRY_AFTER_S } from '../../common/errors/temporarily-unavailable.js';
 import { answerOverHttp, asksForWebSocket } from '../../common/http/upgrade-fallback.js';
 import { CloseCode } from './close-codes.js';
 import type { ResumePosition } from '../delivery/delivery.service.js';
-import type { UpgradeDecision } from './stream-authorizer.js';
+import type { UpgradeDecision } from './stream-authorizer.service.js';
 import type { StreamToken } from './streams.service.js';
 import { PROTOCOL_V2 } from './websocket-streams.js';
 import { perMessageDeflateOptions, boundCompressionMemory } from './stream-compression.js';

@@ -2,28 +2,28 @@ import type { IncomingMessage } from 'node:http';
 import { type OnGatewayConnection, WebSocketGateway } from '@nestjs/websockets';
 import type { WebSocket } from 'ws';
 import { Metrics } from '../../metrics/metrics.service.js';
-import { ConnectionRegistry } from './connection-registry.js';
+import { ConnectionRegistryService } from './connection-registry.service.js';
 import { DeliveryService } from '../delivery/delivery.service.js';
 import { resumeOfUpgrade, tokenOfUpgrade } from './notification-ws.adapter.js';
-import { ProtocolV2Messages } from './protocol-v2-messages.js';
-import { StreamAuthorizer } from './stream-authorizer.js';
-import { Streams } from './streams.service.js';
+import { ProtocolV2MessagesService } from './protocol-v2-messages.service.js';
+import { StreamAuthorizerService } from './stream-authorizer.service.js';
+import { StreamsService } from './streams.service.js';
 import { PROTOCOL_V2, SeedWebSocketStream, V2WebSocketStream } from './websocket-streams.js';
 
 /**
  * GET /voyage/notification/v1/ws/products: the token (and a v2 client's resume position) was
  * checked during the upgrade; here the stream speaks the protocol it negotiated — the seed's, or
- * v2 (subprotocol `voyage.v2`) — and lives as every stream does (Streams).
+ * v2 (subprotocol `voyage.v2`) — and lives as every stream does (StreamsService).
  */
 @WebSocketGateway({ path: '/voyage/notification/v1/ws/products' })
 export class NotificationGateway implements OnGatewayConnection {
 
   constructor(
-    private readonly streams: Streams,
+    private readonly streams: StreamsService,
     private readonly delivery: DeliveryService,
-    private readonly connections: ConnectionRegistry,
-    private readonly authorizer: StreamAuthorizer,
-    private readonly v2Messages: ProtocolV2Messages,
+    private readonly connections: ConnectionRegistryService,
+    private readonly authorizer: StreamAuthorizerService,
+    private readonly v2Messages: ProtocolV2MessagesService,
     private readonly metrics: Metrics,
   ) {}
 

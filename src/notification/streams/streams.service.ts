@@ -4,7 +4,7 @@ import { isDatabaseUnavailable } from '../../database/database-unavailable.js';
 import { Metrics } from '../../metrics/metrics.service.js';
 import type { AccessTokenClaims } from '../../token/access-tokens.service.js';
 import { CloseCode } from './close-codes.js';
-import { ConnectionRegistry, type StreamConnection } from './connection-registry.js';
+import { ConnectionRegistryService, type StreamConnection } from './connection-registry.service.js';
 import { DeliveryService, type ResumePosition } from '../delivery/delivery.service.js';
 import type { Outlet } from '../delivery/outlet.js';
 import type { StreamTransport } from './stream-transport.js';
@@ -36,13 +36,13 @@ export interface StreamToken {
  * leaves the hold it took over again (DeliveryService.unsubscribe).
  */
 @Injectable()
-export class Streams implements BeforeApplicationShutdown {
-  private readonly logger = new Logger(Streams.name);
+export class StreamsService implements BeforeApplicationShutdown {
+  private readonly logger = new Logger(StreamsService.name);
   private shuttingDown = false;
 
   constructor(
     private readonly delivery: DeliveryService,
-    private readonly connections: ConnectionRegistry,
+    private readonly connections: ConnectionRegistryService,
     private readonly env: Env,
     private readonly metrics: Metrics,
   ) {}

@@ -3,8 +3,8 @@ import { Command, CommandRunner, Option } from 'nest-commander';
 import { printJson } from '../../../common/cli/output.js';
 import { invalidInput } from '../../../common/errors/app-error.js';
 import { Env } from '../../../config/env.js';
-import { NotificationPublisher } from '../notification-publisher.service.js';
-import { readPublishBody } from '../publish-body.js';
+import { NotificationPublisherService } from '../notification-publisher.service.js';
+import { readPublishBody } from '../publish-body.pipe.js';
 
 @Command({
   name: 'notification:publish',
@@ -13,7 +13,7 @@ import { readPublishBody } from '../publish-body.js';
 })
 export class NotificationPublishCommand extends CommandRunner {
   constructor(
-    private readonly publisher: NotificationPublisher,
+    private readonly publisher: NotificationPublisherService,
     private readonly env: Env,
   ) {
     super();

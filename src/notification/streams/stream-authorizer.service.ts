@@ -18,7 +18,7 @@ export type UpgradeDecision =
  * token passes the same checks and must be its client's.
  */
 @Injectable()
-export class StreamAuthorizer {
+export class StreamAuthorizerService {
   private readonly allowedOrigins: Set<string> | null;
 
   constructor(
@@ -31,7 +31,7 @@ export class StreamAuthorizer {
   }
 
   /**
-   * The upgrade's decision asked again once the stream is registered (Streams.start): a
+   * The upgrade's decision asked again once the stream is registered (StreamsService.start): a
    * revocation that arrived between the two found no stream to close, and from registration on
    * every revocation finds it. The same rule as the upgrade's and the bearer routes', not a copy.
    */

@@ -4,7 +4,7 @@ import { NotificationsRepository } from './notifications.repository.js';
 
 /** NOTIFICATION_RETENTION is enforced: expired notifications are deleted with the other expired rows, in batches. */
 @Injectable()
-export class NotificationRetention implements OnModuleInit {
+export class NotificationRetentionService implements OnModuleInit {
   constructor(
     private readonly housekeeping: HousekeepingService,
     private readonly notifications: NotificationsRepository,

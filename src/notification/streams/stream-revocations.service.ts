@@ -5,8 +5,8 @@ import { PgListener } from '../../database/pg-listener.service.js';
 import { KeysService } from '../../keys/keys.service.js';
 import { AccessTokens } from '../../token/access-tokens.service.js';
 import { CloseCode } from './close-codes.js';
-import { ConnectionRegistry, type StreamConnection } from './connection-registry.js';
-import { NotificationListener } from '../delivery/notification-listener.service.js';
+import { ConnectionRegistryService, type StreamConnection } from './connection-registry.service.js';
+import { NotificationListenerService } from '../delivery/notification-listener.service.js';
 
 /**
  * Closes, on every instance, the streams a revocation reaches: an access token revoked at
@@ -19,15 +19,15 @@ import { NotificationListener } from '../delivery/notification-listener.service.
  * gateway's re-check right after it registers.
  */
 @Injectable()
-export class StreamRevocations implements OnModuleInit {
-  private readonly logger = new Logger(StreamRevocations.name);
+export class StreamRevocationsService implements OnModuleInit {
+  private readonly logger = new Logger(StreamRevocationsService.name);
 
   constructor(
-    private readonly connections: ConnectionRegistry,
+    private readonly connections: ConnectionRegistryService,
     private readonly accessTokens: AccessTokens,
     private readonly keys: KeysService,
     private readonly clients: ClientsService,
-    private readonly notifications: NotificationListener,
+    private readonly notifications: NotificationListenerService,
     private readonly listener: PgListener,
     private readonly env: Env,
   ) {}

@@ -11,7 +11,7 @@ export interface StreamConnection {
   grantId?: string;
   kid?: string;
   alive: boolean;
-  /** Seconds between its pings: its client's heartbeat, once StreamHeartbeat has read it (not pinged until then). */
+  /** Seconds between its pings: its client's heartbeat, once StreamHeartbeatService has read it (not pinged until then). */
   heartbeat?: number;
   /** The close at the token's expiry (for v2, first the notice before it). */
   expiry?: NodeJS.Timeout;
@@ -50,7 +50,7 @@ class Groups {
 
 /** This instance's open streams, findable by whatever a revocation or a cap names. */
 @Injectable()
-export class ConnectionRegistry implements Iterable<StreamConnection> {
+export class ConnectionRegistryService implements Iterable<StreamConnection> {
   private readonly all = new Set<StreamConnection>();
   private readonly byClient = new Groups();
   private readonly byToken = new Groups();

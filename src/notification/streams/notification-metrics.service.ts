@@ -5,7 +5,7 @@ import { NotificationGateway } from './notification.gateway.js';
 
 /** Scrape-time gauges of the stream, read from memory: a scrape never queries the database. */
 @Injectable()
-export class NotificationMetrics implements OnModuleInit {
+export class NotificationMetricsService implements OnModuleInit {
   constructor(
     private readonly metrics: Metrics,
     private readonly gateway: NotificationGateway,

@@ -1,10 +1,10 @@
 import { Injectable } from '@nestjs/common';
 import type { RawData, WebSocket } from 'ws';
 import { CloseCode } from './close-codes.js';
-import type { StreamConnection } from './connection-registry.js';
+import type { StreamConnection } from './connection-registry.service.js';
 import { DeliveryService } from '../delivery/delivery.service.js';
-import { StreamAuthorizer } from './stream-authorizer.js';
-import { Streams } from './streams.service.js';
+import { StreamAuthorizerService } from './stream-authorizer.service.js';
+import { StreamsService } from './streams.service.js';
 
 /** A v2 client's message, read. */
 export type V2ClientMessage = { type: 'ack'; seq: number } | { type: 'token'; accessToken: string } | { type: 'other' };
@@ -45,11 +45,11 @@ export function readV2Message(data: RawData, isBinary: boolean): V2ClientMessage
  * between closes it with 1008, as a revocation does.
  */
 @Injectable()
-export class ProtocolV2Messages {
+export class ProtocolV2MessagesService {
   constructor(
     private readonly delivery: DeliveryService,
-    private readonly streams: Streams,
-    private readonly authorizer: StreamAuthorizer,
+    private readonly streams: StreamsService,
+    private readonly authorizer: StreamAuthorizerService,
   ) {}
 
   listen(socket: WebSocket, connection: StreamConnection): void {

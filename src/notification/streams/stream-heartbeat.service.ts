@@ -3,8 +3,8 @@ import { ClientsService } from '../../clients/clients.service.js';
 import { Env } from '../../config/env.js';
 import { isDatabaseUnavailable } from '../../database/database-unavailable.js';
 import { PgListener } from '../../database/pg-listener.service.js';
-import { ConnectionRegistry } from './connection-registry.js';
-import { NotificationListener } from '../delivery/notification-listener.service.js';
+import { ConnectionRegistryService } from './connection-registry.service.js';
+import { NotificationListenerService } from '../delivery/notification-listener.service.js';
 
 const TICK_MS = 1_000;
 
@@ -22,8 +22,8 @@ const TICK_MS = 1_000;
  * connections follow from the next tick on.
  */
 @Injectable()
-export class StreamHeartbeat implements OnModuleInit, OnModuleDestroy {
-  private readonly logger = new Logger(StreamHeartbeat.name);
+export class StreamHeartbeatService implements OnModuleInit, OnModuleDestroy {
+  private readonly logger = new Logger(StreamHeartbeatService.name);
   private timer?: NodeJS.Timeout;
   private ticks = 0;
   /** Clients whose connections' interval is to be read (again). */
@@ -31,9 +31,9 @@ export class StreamHeartbeat implements OnModuleInit, OnModuleDestroy {
   private reading = false;
 
   constructor(
-    private readonly connections: ConnectionRegistry,
+    private readonly connections: ConnectionRegistryService,
     private readonly clients: ClientsService,
-    private readonly notifications: NotificationListener,
+    private readonly notifications: NotificationListenerService,
     private readonly listener: PgListener,
     private readonly env: Env,
   ) {}

@@ -23,7 +23,7 @@ const CHECK_MS = 1_000;
  * worth of publishes.
  */
 @Injectable()
-export class PreviousReleaseListeners implements OnModuleInit, OnApplicationShutdown {
+export class PreviousReleaseListenersService implements OnModuleInit, OnApplicationShutdown {
   private listening = true;
   private timer?: NodeJS.Timeout;
   private checking = false;
