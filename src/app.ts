@@ -21,10 +21,10 @@ import { readTlsFiles } from './common/http/tls-files.js';
 import type { Env } from './config/env.js';
 import { VERSION } from './health/version.js';
 import { Metrics } from './metrics/metrics.service.js';
-import { DeliveryService } from './notification/delivery.service.js';
-import { BATCH_PUBLISH_PATH } from './notification/notification.controller.js';
-import { NotificationWsAdapter } from './notification/notification-ws.adapter.js';
-import { StreamAuthorizer } from './notification/stream-authorizer.js';
+import { DeliveryService } from './notification/delivery/delivery.service.js';
+import { BATCH_PUBLISH_PATH } from './notification/publish/notification.controller.js';
+import { NotificationWsAdapter } from './notification/streams/notification-ws.adapter.js';
+import { StreamAuthorizerService } from './notification/streams/stream-authorizer.service.js';
 import { issuerPathDiscovery } from './oidc/issuer-path-discovery.js';
 import { CLIENT_SECRET_BASIC } from './token/oauth-form-route.decorator.js';
 
@@ -73,7 +73,7 @@ export async function createApp(env: Env, databaseUrl: string, logger: Logger): 
   recordHttpLatency(adapter, app.get(Metrics));
   app.useWebSocketAdapter(
     new NotificationWsAdapter(app, {
-      authorize: (request) => app.get(StreamAuthorizer).authorize(request),
+      authorize: (request) => app.get(StreamAuthorizerService).authorize(request),
       maxIncomingBytes: env.WS_MAX_INCOMING_BYTES,
       compression: env.WS_COMPRESSION,
       closeTimeoutMs: env.WS_CLOSE_TIMEOUT_MS,

@@ -15,7 +15,7 @@ export const COMMAND_GROUPS: Record<string, () => Promise<Type>> = {
   grants: async () => (await import('./token/commands/grant-commands.module.js')).GrantCommandsModule,
   idp: async () => (await import('./identity-providers/commands/idp-commands.module.js')).IdpCommandsModule,
   keys: async () => (await import('./keys/commands/key-commands.module.js')).KeyCommandsModule,
-  notification: async () => (await import('./notification/commands/notification-commands.module.js')).NotificationCommandsModule,
+  notification: async () => (await import('./notification/publish/commands/notification-commands.module.js')).NotificationCommandsModule,
 };
 
 /** The admin CLI: the command modules it runs, on the service's database, without the HTTP server. */

@@ -11,7 +11,7 @@
 import pg from 'pg';
 import { childrenOf, cpuSeconds, now, round } from './ws-common.js';
 
-/** Statement groups, by the SQL of src/notification/notifications.repository.ts; first match wins. */
+/** Statement groups, by the SQL of src/notification/publish/notifications.repository.ts and src/notification/delivery/delivery.repository.ts; first match wins. */
 const STATEMENT_GROUPS: [string, RegExp][] = [
   ['publish: pg_notify (queues the NOTIFY; the queue work is at commit)', /pg_notify\(/],
   ['publish: INSERT INTO notifications', /INSERT INTO notifications/],

@@ -20,8 +20,8 @@ import { parseArgs } from 'node:util';
 import { DataSource } from 'typeorm';
 import { Env } from '../../src/config/env.js';
 import { dataSourceOptions, runMigrations } from '../../src/database/data-source.js';
-import { PUBLISH_INSERT, type NewNotification, NotificationsRepository, publishInsertParameters } from '../../src/notification/notifications.repository.js';
-import type { PreviousReleaseListeners } from '../../src/notification/previous-release-listeners.js';
+import { PUBLISH_INSERT, type NewNotification, NotificationsRepository, publishInsertParameters } from '../../src/notification/publish/notifications.repository.js';
+import type { PreviousReleaseListenersService } from '../../src/notification/publish/previous-release-listeners.service.js';
 import { FLEET_SERVER_SETTINGS, startBareDatabase } from '../lib/pg-cluster.js';
 import { median, round } from '../lib/ws-common.js';
 
@@ -70,7 +70,7 @@ async function main() {
     );
     await dataSource.query('VACUUM ANALYZE notifications');
     const env = Object.assign(new Env(), { DATABASE_LOCK_TIMEOUT_MS: 5_000 });
-    const repository = new NotificationsRepository(dataSource, env, { present: false, committedWithoutItsForm: () => {} } as unknown as PreviousReleaseListeners);
+    const repository = new NotificationsRepository(dataSource, env, { present: false, committedWithoutItsForm: () => {} } as unknown as PreviousReleaseListenersService);
     const batch = (): NewNotification[] =>
       recipients.map((recipient) => ({ recipient, correlationId: randomUUID(), status: 'COMPLETED', payload: PAYLOAD, publishedBy: 'bench', retentionSeconds: 7 * 86_400 }));
     for (let warm = 0; warm < 5; warm++) await repository.insertBatch(batch());

@@ -6,8 +6,8 @@
  */
 import 'reflect-metadata';
 import { ValidationPipe } from '@nestjs/common';
-import { PublishNotificationDto } from '../../src/notification/dto/publish-notification.dto.js';
-import { readPublishBody } from '../../src/notification/publish-body.js';
+import { PublishNotificationDto } from '../../src/notification/publish/dto/publish-notification.dto.js';
+import { readPublishBody } from '../../src/notification/publish/publish-body.pipe.js';
 import { validNotification } from '../../test/factories/notification.factory.js';
 
 const bodies = Array.from({ length: 20_000 }, () => validNotification('client-123'));

@@ -21,8 +21,11 @@ import {
 } from 'class-validator';
 import { StartupRefusal } from '../common/errors/startup-refusal.js';
 import { InvalidAllowListEntry, parseAddressAllowList } from '../metrics/address-allow-list.js';
-import { WS_COMPRESSION_MODES, type WsCompression } from '../notification/stream-compression.js';
 import { withoutPassword } from './without-password.js';
+
+/** WS_COMPRESSION's values, listed here so config imports nothing of the stream; what each does is told in notification/streams/stream-compression.ts. */
+export const WS_COMPRESSION_MODES = ['on', 'off', 'context-takeover'] as const;
+export type WsCompression = (typeof WS_COMPRESSION_MODES)[number];
 
 // Reads the raw string (obj[key]): implicit conversion would already have made "false" true.
 const toBoolean = ({ obj, key }: { obj: Record<string, unknown>; key: string }) => {

@@ -11,7 +11,7 @@ type Handler = (payload: string) => void;
 
 /**
  * The listening connection's application_name. The release that began waking instances once per
- * transaction (src/notification/wake-ups.ts) added the -2, so instances can tell whether one of
+ * transaction (src/notification/publish/wake-ups.ts) added the -2, so instances can tell whether one of
  * the previous release, which listened as PREVIOUS_RELEASE_LISTENER, is still running.
  */
 export const LISTENER_NAME = 'voyage-connect-listener-2';

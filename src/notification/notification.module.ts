@@ -6,42 +6,51 @@ import { KeysModule } from '../keys/keys.module.js';
 import { TokenModule } from '../token/token.module.js';
 import { BearerAuthenticator } from './bearer-authenticator.js';
 import { BearerGuard } from './bearer.guard.js';
-import { ConnectionRegistry } from './connection-registry.js';
-import { DeliveryService } from './delivery.service.js';
-import { NotificationHistory } from './notification-history.service.js';
-import { NotificationListener } from './notification-listener.service.js';
-import { NotificationMetrics } from './notification-metrics.js';
-import { NotificationPublishingModule } from './notification-publishing.module.js';
-import { NotificationRetention } from './notification-retention.js';
-import { EventStreamController } from './event-stream.controller.js';
-import { NotificationController } from './notification.controller.js';
-import { NotificationGateway } from './notification.gateway.js';
-import { ProtocolV2Messages } from './protocol-v2-messages.js';
-import { StreamAuthorizer } from './stream-authorizer.js';
-import { StreamHeartbeat } from './stream-heartbeat.js';
-import { StreamRevocations } from './stream-revocations.js';
-import { Streams } from './streams.service.js';
+import { DeliveryRepository } from './delivery/delivery.repository.js';
+import { DeliveryService } from './delivery/delivery.service.js';
+import { NotificationListenerService } from './delivery/notification-listener.service.js';
+import { NotificationHistoryService } from './publish/notification-history.service.js';
+import { NotificationPublishingModule } from './publish/notification-publishing.module.js';
+import { NotificationRetentionService } from './publish/notification-retention.service.js';
+import { NotificationController } from './publish/notification.controller.js';
+import { ConnectionRegistryService } from './streams/connection-registry.service.js';
+import { EventStreamController } from './streams/event-stream.controller.js';
+import { NotificationMetricsService } from './streams/notification-metrics.service.js';
+import { NotificationGateway } from './streams/notification.gateway.js';
+import { ProtocolV2MessagesService } from './streams/protocol-v2-messages.service.js';
+import { StreamAuthorizerService } from './streams/stream-authorizer.service.js';
+import { StreamHeartbeatService } from './streams/stream-heartbeat.service.js';
+import { StreamRevocationsService } from './streams/stream-revocations.service.js';
+import { StreamsService } from './streams/streams.service.js';
 
-/** The notification service: publish, store, and push report notifications over the WebSocket stream. */
+/**
+ * The notification service: publish, store, and push report notifications over the WebSocket
+ * stream and server-sent events. Three wings, each importing only the ones below it:
+ * streams/ (v1 and v2 WebSocket, SSE, compression, heartbeat, revocations: each stream's life)
+ * -> delivery/ (what each connection is sent, and the cursors it confirms)
+ * -> publish/ (the routes and CLI that store notifications, their store, retention and wake-ups).
+ * The bearer guard at this root guards both the publish routes and the streams.
+ */
 @Module({
   imports: [ClientsModule, KeysModule, TokenModule, HealthModule, TerminusModule, NotificationPublishingModule],
   controllers: [NotificationController, EventStreamController],
   providers: [
     BearerAuthenticator,
     BearerGuard,
-    ConnectionRegistry,
+    ConnectionRegistryService,
+    DeliveryRepository,
     DeliveryService,
     NotificationGateway,
-    NotificationHistory,
-    NotificationListener,
-    NotificationMetrics,
-    NotificationRetention,
-    ProtocolV2Messages,
-    StreamAuthorizer,
-    StreamHeartbeat,
-    StreamRevocations,
-    Streams,
+    NotificationHistoryService,
+    NotificationListenerService,
+    NotificationMetricsService,
+    NotificationRetentionService,
+    ProtocolV2MessagesService,
+    StreamAuthorizerService,
+    StreamHeartbeatService,
+    StreamRevocationsService,
+    StreamsService,
   ],
-  exports: [BearerAuthenticator, StreamAuthorizer, DeliveryService],
+  exports: [BearerAuthenticator, StreamAuthorizerService, DeliveryService],
 })
 export class NotificationModule {}

@@ -7,8 +7,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { ClientsService } from '../../src/clients/clients.service.js';
 import { KeysService } from '../../src/keys/keys.service.js';
-import { ConnectionRegistry } from '../../src/notification/connection-registry.js';
-import { NotificationGateway } from '../../src/notification/notification.gateway.js';
+import { ConnectionRegistryService } from '../../src/notification/streams/connection-registry.service.js';
+import { NotificationGateway } from '../../src/notification/streams/notification.gateway.js';
 import { clientToken, PUBLISH_SCOPE, type PublishBody, publish, pushedMessage, SUBSCRIBE_SCOPE, validNotification } from '../factories/notification.factory.js';
 import { createClient, type TestClient } from '../factories/oauth.factory.js';
 import { flipSignatureByte, hmacState, issueState, servicePublicKey, unsignedState } from '../factories/state.factory.js';
@@ -142,7 +142,7 @@ async function collect(stream: Stream, count: number, ms: number, quietMs = 1_00
 
 /** The server side of a client's connections on `app` (the gateway's own bookkeeping). */
 function serverSockets(app: TestApp, clientId: string): WebSocket[] {
-  return app.get(ConnectionRegistry).ofClient(clientId).map((connection) => (connection.transport as unknown as { socket: WebSocket }).socket);
+  return app.get(ConnectionRegistryService).ofClient(clientId).map((connection) => (connection.transport as unknown as { socket: WebSocket }).socket);
 }
 
 /** ~60 KB of warnings (the body limit is 64 KB): 120 such notifications outrun the kernel's socket buffers. */

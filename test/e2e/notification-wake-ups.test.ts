@@ -1,8 +1,8 @@
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { PREVIOUS_RELEASE_LISTENER } from '../../src/database/pg-listener.service.js';
-import { PreviousReleaseListeners } from '../../src/notification/previous-release-listeners.js';
-import { PREVIOUS_RELEASE_CHANNEL, WAKE_CHANNEL, wakeKey, wakeKeysIn } from '../../src/notification/wake-ups.js';
+import { PreviousReleaseListenersService } from '../../src/notification/publish/previous-release-listeners.service.js';
+import { PREVIOUS_RELEASE_CHANNEL, WAKE_CHANNEL, wakeKey, wakeKeysIn } from '../../src/notification/publish/wake-ups.js';
 import { clientToken, PUBLISH_SCOPE, publish, SUBSCRIBE_SCOPE, validNotification } from '../factories/notification.factory.js';
 import { createClient, type TestClient } from '../factories/oauth.factory.js';
 import { openStream, type Stream } from '../factories/stream.factory.js';
@@ -56,7 +56,7 @@ describe('waking the instances after a publish', () => {
     });
     expect(response.status).toBe(202);
   };
-  const previousReleaseSeen = () => app.get(PreviousReleaseListeners).present;
+  const previousReleaseSeen = () => app.get(PreviousReleaseListenersService).present;
 
   it('sends one wake-up for a batch’s transaction, naming each recipient by its key, and none recipient by recipient', async () => {
     const watcher = await watch(app.databaseUrl);

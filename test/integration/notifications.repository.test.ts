@@ -4,8 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Env } from '../../src/config/env.js';
 import { dataSourceOptions, runMigrations } from '../../src/database/data-source.js';
 import { databaseUnavailableReason } from '../../src/database/database-unavailable.js';
-import { type InsertOutcome, type NewNotification, NotificationsRepository } from '../../src/notification/notifications.repository.js';
-import type { PreviousReleaseListeners } from '../../src/notification/previous-release-listeners.js';
+import { type InsertOutcome, type NewNotification, NotificationsRepository } from '../../src/notification/publish/notifications.repository.js';
+import type { PreviousReleaseListenersService } from '../../src/notification/publish/previous-release-listeners.service.js';
 import { createTestDatabase, query } from '../setup/database.js';
 
 /** The service's per-recipient publish lock: pg_advisory_xact_lock(7042002, hashtext(recipient)). */
@@ -25,7 +25,7 @@ describe('NotificationsRepository.insertBatch', () => {
     for (let index = 0; index < 2; index++) dataSources.push(await new DataSource(await dataSourceOptions(url, 6, LIMITS)).initialize());
     await runMigrations(dataSources[0]);
     // A fleet of this release only: one wake-up per transaction.
-    const noPreviousRelease = { present: false, committedWithoutItsForm: () => {} } as unknown as PreviousReleaseListeners;
+    const noPreviousRelease = { present: false, committedWithoutItsForm: () => {} } as unknown as PreviousReleaseListenersService;
     instances = dataSources.map((dataSource) => new NotificationsRepository(dataSource, env, noPreviousRelease));
     for (const id of RECIPIENTS) await query(url, `INSERT INTO clients (id, name, grants, secret_hash) VALUES ($1, $1, '{}', '\\x00')`, [id]);
   });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { CursorBook, type Progress } from '../../src/notification/cursor-book.js';
+import { CursorBook, type Progress } from '../../src/notification/delivery/cursor-book.js';
 
 const progress = (sentSeq: number, confirmedSeq: number): Progress => ({ sentSeq, confirmedSeq });
 

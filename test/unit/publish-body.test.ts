@@ -2,8 +2,8 @@ import 'reflect-metadata';
 import { ValidationPipe } from '@nestjs/common';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { PublishNotificationDto } from '../../src/notification/dto/publish-notification.dto.js';
-import { acceptedAtOnce, readPublishBody } from '../../src/notification/publish-body.js';
+import { PublishNotificationDto } from '../../src/notification/publish/dto/publish-notification.dto.js';
+import { acceptedAtOnce, readPublishBody } from '../../src/notification/publish/publish-body.pipe.js';
 import { validNotification } from '../factories/notification.factory.js';
 
 /** The rules as written on the DTO, without the quick check in front of them. */

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { loadEnv } from '../../src/config/env.js';
 import { Metrics } from '../../src/metrics/metrics.service.js';
-import type { PublishNotificationDto } from '../../src/notification/dto/publish-notification.dto.js';
-import { NotificationPublisher } from '../../src/notification/notification-publisher.service.js';
-import type { InsertOutcome, NewNotification, NotificationsRepository } from '../../src/notification/notifications.repository.js';
+import type { PublishNotificationDto } from '../../src/notification/publish/dto/publish-notification.dto.js';
+import { NotificationPublisherService } from '../../src/notification/publish/notification-publisher.service.js';
+import type { InsertOutcome, NewNotification, NotificationsRepository } from '../../src/notification/publish/notifications.repository.js';
 import { validNotification } from '../factories/notification.factory.js';
 
 /** PostgreSQL's refusal, as TypeORM throws it. */
@@ -34,13 +34,13 @@ function storeFailingOn(rule: { poison?: string; lockedRecipient?: string; slowR
       );
     },
   } as unknown as NotificationsRepository;
-  return { publisher: new NotificationPublisher(repository, loadEnv(rule.env ?? {}), new Metrics()), transactions, release: () => (lockHeld = false) };
+  return { publisher: new NotificationPublisherService(repository, loadEnv(rule.env ?? {}), new Metrics()), transactions, release: () => (lockHeld = false) };
 }
 
-const publishAll = (publisher: NotificationPublisher, bodies: PublishNotificationDto[]) =>
+const publishAll = (publisher: NotificationPublisherService, bodies: PublishNotificationDto[]) =>
   Promise.all(bodies.map((body) => publisher.publish(body, null).then((result) => result.id, (error: Error) => error)));
 
-describe('NotificationPublisher: one failing publish never fails the others sharing its transaction', () => {
+describe('NotificationPublisherService: one failing publish never fails the others sharing its transaction', () => {
   it('retries a transaction that PostgreSQL refused one publish at a time: only the culprit fails', async () => {
     const bodies = Array.from({ length: 6 }, () => validNotification('r1') as PublishNotificationDto);
     const { publisher, transactions } = storeFailingOn({ poison: bodies[3].correlationId });

@@ -1,7 +1,8 @@
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket, { WebSocketServer } from 'ws';
-import { perMessageDeflateOptions, boundCompressionMemory, type WsCompression } from '../../src/notification/stream-compression.js';
+import type { WsCompression } from '../../src/config/env.js';
+import { perMessageDeflateOptions, boundCompressionMemory } from '../../src/notification/streams/stream-compression.js';
 import { pushedMessage, validNotification } from '../factories/notification.factory.js';
 
 /**

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { wakeKey, wakeKeysIn, wakePayloads } from '../../src/notification/wake-ups.js';
+import { wakeKey, wakeKeysIn, wakePayloads } from '../../src/notification/publish/wake-ups.js';
 
 describe('a transaction’s wake-up', () => {
   it('names each recipient once, by a key of 6 characters, in one payload up to 1,333 recipients', () => {
