@@ -22,9 +22,9 @@ const tables = async (url: string) =>
 const hasColumn = async (url: string, table: string, column: string) =>
   (await query(url, `SELECT 1 FROM information_schema.columns WHERE table_name = $1 AND column_name = $2`, [table, column])).length === 1;
 const hasIndex = async (url: string, name: string) => (await query(url, `SELECT 1 FROM pg_indexes WHERE indexname = $1`, [name])).length === 1;
-/** The last migration drops the unique index on a notification's id; the one before it adds what a resuming stream needs. */
-const hasLast = async (url: string) => !(await hasIndex(url, 'notifications_id_key'));
-const hasOneBeforeLast = (url: string) => hasColumn(url, 'notification_expiries', 'expired_through_seq');
+/** The last migration adds whether a provider is trusted for email_verified; the one before it, when a sign-in through a provider began. */
+const hasLast = (url: string) => hasColumn(url, 'identity_providers', 'trust_email');
+const hasOneBeforeLast = (url: string) => hasColumn(url, 'upstream_sign_ins', 'started_at');
 
 describe('the migration commands of the README', () => {
   let url: string;

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { Env } from '../../src/config/env.js';
 import { dataSourceOptions, runMigrations } from '../../src/database/data-source.js';
 import { databaseUnavailableReason } from '../../src/database/database-unavailable.js';
@@ -44,6 +44,14 @@ describe('NotificationsRepository.insertBatch', () => {
   const stored = (outcomes: InsertOutcome[]) => outcomes.filter((outcome) => 'stored' in outcome && outcome.stored).length;
 
   it('stores every publish of overlapping batches that two instances write at once, whatever order their recipients come in', async () => {
+    // A lock held past the short wait is taken for a stuck one, and its recipient left out as busy;
+    // on a loaded machine a queue of eight batches can outlast 200 ms. With a wait longer than
+    // PostgreSQL's deadlock_timeout (1 s), a lock order that differed would fail a batch (a deadlock)
+    // and one that is the same everywhere leaves no recipient out, however slow the machine.
+    for (const instance of instances) instance.sharedLockWaitMs = 10_000;
+    onTestFinished(() => {
+      for (const instance of instances) instance.sharedLockWaitMs = 200;
+    });
     for (let round = 0; round < 10; round++) {
       const batches = Array.from({ length: 8 }, (_, index) => {
         const recipients = index % 2 === 0 ? RECIPIENTS : [...RECIPIENTS].reverse();
