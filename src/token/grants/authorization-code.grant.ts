@@ -7,16 +7,17 @@ import { sha256 } from '../../common/crypto/opaque-token.js';
 import type { AnswerDeadline } from '../../common/http/request-deadlines.js';
 import type { Requester } from '../../common/http/requester.js';
 import { SecurityEvents } from '../../common/logging/security-events.js';
+import type { GrantFlow } from '../../grants/grant.js';
+import { GrantRevocationsService } from '../../grants/grant-revocations.service.js';
+import { GrantsRepository } from '../../grants/grants.repository.js';
 import { type RelayedTokenResponse, RelayService } from '../../identity-providers/relay.service.js';
-import { AccessTokens } from '../access-tokens.service.js';
 import { AuthorizationCodesRepository, type CodeRequest } from '../authorization-codes.repository.js';
-import { GrantsRepository } from '../grants.repository.js';
 import { invalidGrant } from '../oauth-error.js';
 import { type OAuthParams, requireParam } from '../oauth-params.js';
 import { isVerifier, s256Challenge, verifierMatches } from '../pkce.js';
 import { assertScopeAllowed, formatScope, parseScope, userGrantScopes } from '../scope.js';
 import { inTokenTransaction } from '../token-transaction.js';
-import { type GrantFlow, UserTokenIssuer, type UserTokenResponse } from '../user-token-issuer.js';
+import { UserTokenIssuer, type UserTokenResponse } from '../user-token-issuer.js';
 import type { GrantHandler } from './grant-handler.js';
 
 /** RFC 6749 §4.1.3, with RFC 7636 PKCE and RFC 9700 §4.2.4 replay handling. */
@@ -28,8 +29,8 @@ export class AuthorizationCodeGrant implements GrantHandler<UserTokenResponse | 
     @InjectDataSource() private readonly dataSource: DataSource,
     private readonly codes: AuthorizationCodesRepository,
     private readonly grants: GrantsRepository,
+    private readonly revocations: GrantRevocationsService,
     private readonly tokens: UserTokenIssuer,
-    private readonly accessTokens: AccessTokens,
     private readonly events: SecurityEvents,
     private readonly relay: RelayService,
   ) {}
@@ -87,10 +88,9 @@ export class AuthorizationCodeGrant implements GrantHandler<UserTokenResponse | 
       }
       if (code.consumed_at) {
         // A second use means the code leaked: revoke everything issued from it (RFC 6749 §4.1.2).
-        const revoked = code.grant_id ? await this.grants.revoke(manager, code.grant_id) : undefined;
+        const revoked = code.grant_id ? await this.revocations.revoke(manager, { grantId: code.grant_id }) : [];
         afterCommit(() => {
-          if (revoked) this.accessTokens.grantRevoked(revoked);
-          const replay = { reason: 'code_replayed', clientId: client.id, userId: code.user_id, grantId: code.grant_id, grantRevoked: revoked !== undefined } as const;
+          const replay = { reason: 'code_replayed', clientId: client.id, userId: code.user_id, grantId: code.grant_id, grantRevoked: revoked.length > 0 } as const;
           this.events.emit('token.replayed', replay, requester);
         });
         return invalidGrant('the authorization code was already used');

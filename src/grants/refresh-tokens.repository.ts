@@ -1,9 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import type { DataSource, EntityManager } from 'typeorm';
 import { PreparedStatement } from '../database/prepared-statement.js';
-import { type IdTokenFacts, idTokenFactsSql } from './id-tokens.js';
+import { type IdTokenFacts, idTokenFactsSql } from '../token/id-tokens.js';
+import type { GrantFlow } from './grant.js';
 import { currentScopeSql, issuedAfterStampSql } from './revocations.js';
-import type { GrantFlow } from './user-token-issuer.js';
 
 export interface RefreshTokenRow {
   grant_id: string;
