@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, type EntityManager } from 'typeorm';
+import { USER_ACCESS_TOKEN_TTL } from '../config/env.js';
 import type { GrantFlow } from './grant.js';
 
 export interface LiveGrant {
@@ -50,5 +51,18 @@ export class GrantsRepository {
   async isActive(grantId: string): Promise<boolean> {
     const rows = await this.dataSource.query('SELECT 1 FROM grants WHERE id = $1 AND revoked_at IS NULL', [grantId]);
     return rows.length > 0;
+  }
+
+  /**
+   * Deletes up to `limit` grants with nothing left alive: no refresh token (purged after it
+   * expired), and older than any access token it issued. Returns how many it deleted.
+   */
+  async purgeSpent(limit: number): Promise<number> {
+    const [, deleted]: [unknown, number] = await this.dataSource.query(
+      `DELETE FROM grants g WHERE g.id IN (SELECT id FROM grants WHERE created_at < now() - interval '${USER_ACCESS_TOKEN_TTL} seconds'
+         AND NOT EXISTS (SELECT 1 FROM refresh_tokens r WHERE r.grant_id = grants.id) LIMIT $1)`,
+      [limit],
+    );
+    return deleted;
   }
 }

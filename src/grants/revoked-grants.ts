@@ -5,25 +5,21 @@ import { USER_ACCESS_TOKEN_TTL } from '../config/env.js';
 import { NotifiedIdSet } from '../database/notified-id-set.js';
 import { PgListener } from '../database/pg-listener.service.js';
 import type { RevokedGrant } from './grant.js';
-
-/** NOTIFY channel announcing a revoked grant (a NotifiedIdSet of grant ids). */
-export const GRANT_REVOKED_CHANNEL = 'vc_grant_revoked';
-
-/** Until when a revoked grant matters: its last access token expires an access-token lifetime after the revocation. */
-export const REVOKED_UNTIL_SQL = `revoked_at + interval '${USER_ACCESS_TOKEN_TTL} seconds'`;
+import { GRANT_REVOKED_CHANNEL, GrantRevocationsService, REVOKED_UNTIL_SQL } from './grant-revocations.service.js';
 
 /**
  * The grants revoked recently enough that access tokens of theirs may still be alive, mirrored in
- * memory on every instance: each bearer check, stream upgrade and publish asks it. It learns of a
- * revocation from the revoke path (GrantRevocationsService) when the revoking transaction commits
- * on this instance, and from the NOTIFY on the others (revocations.ts, rule 2 and 3).
+ * memory on every server instance: each bearer check, stream upgrade and publish asks it. It
+ * learns of a revocation from the revoke path (GrantRevocationsService) when the revoking
+ * transaction commits on this instance, and from the NOTIFY on the others (revocations.ts, rules
+ * 2 and 3). Only the server has it (RevokedGrantsModule): the CLI neither listens nor reads the set.
  */
 @Injectable()
 export class RevokedGrants implements OnApplicationShutdown {
   private readonly grants: NotifiedIdSet;
   private readonly listeners: ((grantId: string) => void)[] = [];
 
-  constructor(@InjectDataSource() dataSource: DataSource, listener: PgListener) {
+  constructor(@InjectDataSource() dataSource: DataSource, listener: PgListener, revocations: GrantRevocationsService) {
     this.grants = new NotifiedIdSet(
       listener,
       GRANT_REVOKED_CHANNEL,
@@ -35,6 +31,7 @@ export class RevokedGrants implements OnApplicationShutdown {
         for (const told of this.listeners) told(grantId);
       },
     );
+    revocations.onCommitted((grant) => this.add(grant));
   }
 
   onApplicationShutdown(): void {

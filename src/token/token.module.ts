@@ -1,6 +1,8 @@
 import { Module } from '@nestjs/common';
 import { ClientsModule } from '../clients/clients.module.js';
+import { GrantRetention } from '../grants/grant-retention.js';
 import { GrantsModule } from '../grants/grants.module.js';
+import { RevokedGrantsModule } from '../grants/revoked-grants.module.js';
 import { IdentityProvidersModule } from '../identity-providers/identity-providers.module.js';
 import { KeysModule } from '../keys/keys.module.js';
 import { AccessTokens } from './access-tokens.service.js';
@@ -25,7 +27,7 @@ import { TokenService } from './token.service.js';
 import { UserTokenIssuer } from './user-token-issuer.js';
 
 @Module({
-  imports: [ClientsModule, GrantsModule, IdentityProvidersModule, KeysModule],
+  imports: [ClientsModule, GrantsModule, IdentityProvidersModule, KeysModule, RevokedGrantsModule],
   controllers: [TokenController, TokenInspectionController, MetadataController, IdentityTokenController],
   providers: [
     AccessTokens,
@@ -37,6 +39,7 @@ import { UserTokenIssuer } from './user-token-issuer.js';
     DeviceCodeGrant,
     DeviceCodeRetention,
     DeviceCodesRepository,
+    GrantRetention,
     HousekeepingService,
     IdTokenHints,
     IdTokens,

@@ -2,8 +2,8 @@ import type { TestingModule } from '@nestjs/testing';
 import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { GrantRevocationsService } from '../../src/grants/grant-revocations.service.js';
-import { GrantsModule } from '../../src/grants/grants.module.js';
 import { RevokedGrants } from '../../src/grants/revoked-grants.js';
+import { RevokedGrantsModule } from '../../src/grants/revoked-grants.module.js';
 import { SignOutsRepository } from '../../src/grants/sign-outs.repository.js';
 import { startTestingModule } from '../factories/testing-module.js';
 import { createTestDatabase, query } from '../setup/database.js';
@@ -19,7 +19,7 @@ describe('GrantRevocationsService', () => {
 
   beforeAll(async () => {
     url = await createTestDatabase();
-    app = await startTestingModule(url, GrantsModule);
+    app = await startTestingModule(url, RevokedGrantsModule);
     dataSource = app.get(DataSource);
     revocations = app.get(GrantRevocationsService);
     await query(url, `INSERT INTO clients (id, name, grants, scopes, secret_hash) VALUES ('tv', 'tv', '{}', '{profile}', '\\x00')`);
