@@ -31,12 +31,11 @@ export class SignOutsRepository {
   /**
    * Revokes the target's live grants through the one revoke path, as a replayed code does (every
    * instance, this one included, hears of each grant when the transaction commits, refuses its
-   * tokens and closes its streams), and voids the
-   * sign-ins not yet exchanged for a grant: unredeemed codes, approvals a device has not
-   * collected, device authorizations not yet exchanged, sign-ins through a provider waiting for
-   * the user's "Continue". A user's row is locked first, and a
-   * sign-out of all their devices moves their stamp: see revocations.ts for why that settles the
-   * race with an issuance under way. Returns how many grants it revoked.
+   * tokens and closes its streams), and voids the sign-ins not yet exchanged for a grant:
+   * unredeemed codes, approvals a device has not collected, device authorizations not yet
+   * exchanged, sign-ins through a provider waiting for the user's "Continue". A user's row is
+   * locked first, and a sign-out of all their devices moves their stamp: see revocations.ts for
+   * why that settles the race with an issuance under way. Returns how many grants it revoked.
    */
   async signOut(manager: EntityManager, target: SignOutTarget): Promise<number> {
     const userId = 'userId' in target ? target.userId : null;
