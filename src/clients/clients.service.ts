@@ -6,7 +6,7 @@ import { validateInput } from '../common/validation/validate-input.js';
 import { Env } from '../config/env.js';
 import { LOCAL_SIGN_IN } from '../identity-providers/identity-provider.entity.js';
 import { IdentityProvidersService } from '../identity-providers/identity-providers.service.js';
-import { SignOutsRepository } from '../token/sign-outs.repository.js';
+import { SignOutsRepository } from '../grants/sign-outs.repository.js';
 import { type ClientEntity, type IdTokenAlg, isPublicClient, type TokenEndpointAuthMethod } from './client.entity.js';
 import { generateClientId, generateClientSecret, hashClientSecret, secretMatchesHash } from './client-secret.js';
 import { ClientsRepository } from './clients.repository.js';

@@ -3,7 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
 import { randomToken, sha256 } from '../common/crypto/opaque-token.js';
 import { Env } from '../config/env.js';
-import { issuableUserCte } from '../token/revocations.js';
+import { issuableUserCte } from '../grants/revocations.js';
 import type { UserEntity } from '../users/user.entity.js';
 
 /** A live browser session, with what the pages and the approval need of its user. */
@@ -19,7 +19,7 @@ export interface BrowserSession {
 /**
  * browser_sessions: a browser's sign-in at the service. A session is live while it is neither
  * ended (logout) nor expired (SESSION_TTL), and its user is enabled and was not signed out since
- * it began (the revocation model's stamp, src/token/revocations.ts): every sign-out that moves
+ * it began (the revocation model's stamp, src/grants/revocations.ts): every sign-out that moves
  * the stamp ends the user's sessions with no write of its own.
  */
 @Injectable()

@@ -5,8 +5,8 @@ import { DataSource } from 'typeorm';
 import { Env } from '../config/env.js';
 import { NotifiedIdSet, notifiedIdPayloadSql } from '../database/notified-id-set.js';
 import { PgListener } from '../database/pg-listener.service.js';
+import { RevokedGrants } from '../grants/revoked-grants.js';
 import { JwtSigner, type JwtSigning } from '../keys/jwt-signer.service.js';
-import { GRANT_REVOKED_CHANNEL, GrantsRepository } from './grants.repository.js';
 
 /** RFC 9068 §2.1: the JOSE type of a JWT access token. */
 export const ACCESS_TOKEN_TYP = 'at+jwt';
@@ -41,16 +41,15 @@ export type Revocation = { jti: string } | { grantId: string };
 
 @Injectable()
 export class AccessTokens implements OnApplicationShutdown {
-  /** Revoked token ids and revoked grants, mirrored on every instance: each stream upgrade and publish checks them. */
+  /** Revoked token ids, mirrored on every instance: each stream upgrade and publish checks them (and the revoked grants). */
   private readonly revoked: NotifiedIdSet;
-  private readonly revokedGrants: NotifiedIdSet;
   private readonly revocationListeners: ((revocation: Revocation) => void)[] = [];
 
   constructor(
     private readonly signer: JwtSigner,
     private readonly env: Env,
     @InjectDataSource() private readonly dataSource: DataSource,
-    grants: GrantsRepository,
+    private readonly revokedGrants: RevokedGrants,
     listener: PgListener,
   ) {
     this.revoked = new NotifiedIdSet(
@@ -62,17 +61,11 @@ export class AccessTokens implements OnApplicationShutdown {
       },
       (jti) => this.announce({ jti }),
     );
-    this.revokedGrants = new NotifiedIdSet(
-      listener,
-      GRANT_REVOKED_CHANNEL,
-      async () => (await grants.recentlyRevoked()).map((grant) => ({ id: grant.id, expiresAt: grant.until })),
-      (grantId) => this.announce({ grantId }),
-    );
+    revokedGrants.onRevoked((grantId) => this.announce({ grantId }));
   }
 
   onApplicationShutdown(): void {
     this.revoked.stop();
-    this.revokedGrants.stop();
   }
 
   /**
@@ -125,11 +118,6 @@ export class AccessTokens implements OnApplicationShutdown {
       [claims.jti, grantId],
     );
     return rows.length > 0;
-  }
-
-  /** A grant this instance revoked, once its transaction committed: refused here at once, before the NOTIFY echo. */
-  grantRevoked(grant: { id: string; until: Date }): void {
-    this.revokedGrants.add(grant.id, grant.until.getTime());
   }
 
   private announce(revocation: Revocation): void {

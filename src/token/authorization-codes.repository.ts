@@ -2,8 +2,9 @@ import { Injectable } from '@nestjs/common';
 import type { DataSource, EntityManager } from 'typeorm';
 import { notifiedIdPayloadSql } from '../database/notified-id-set.js';
 import { PreparedStatement } from '../database/prepared-statement.js';
+import { issueGrantCtes } from '../grants/grant-issuing-ctes.js';
 import { type IdTokenFacts, idTokenFactsSql } from './id-tokens.js';
-import { issuableUserCte, issuedAfterStampSql } from './revocations.js';
+import { issuableUserCte, issuedAfterStampSql } from '../grants/revocations.js';
 
 export interface AuthorizationCodeRow {
   client_id: string;
@@ -87,6 +88,10 @@ export const STATE_APPROVED_CHANNEL = 'vc_state_approved';
 /** A redeemed code: its request, and what the grant's ID token says, read in the redeeming statement. */
 export type RedeemedCode = Omit<IdTokenFacts, 'alg'> & { request: CodeRequest | null };
 
+/**
+ * The code redemption, one statement: spends the code and issues its grant and first refresh
+ * token (written as grants/ says, grant-issuing-ctes.ts), or does neither.
+ */
 const REDEEM = new PreparedStatement<RedeemedCode>(
   'redeem-authorization-code',
   `WITH ${issuableUserCte('(SELECT user_id FROM authorization_codes WHERE code_hash = $1)')},
@@ -99,14 +104,20 @@ const REDEEM = new PreparedStatement<RedeemedCode>(
        AND (CASE WHEN c.request IS NULL THEN $4::text IS NULL OR c.redirect_url = $4 ELSE c.redirect_url = $4 END)
        AND u.id = c.user_id AND ${issuedAfterStampSql('c.issued_at')}
      RETURNING c.user_id, c.upstream_session_id, c.request, c.issued_at, c.auth_time, c.sid),
-   granted AS (
-     INSERT INTO grants (id, client_id, user_id, scope, flow, upstream_session_id, auth_time, sid)
-     SELECT $5, $2, user_id, CASE WHEN request IS NULL THEN $6 ELSE request->>'scope' END, CASE WHEN request IS NULL THEN 'helper' ELSE 'code' END, upstream_session_id,
-       -- A code approved before its sign-in was kept: issued at that sign-in, or moments after it.
-       COALESCE(auth_time, issued_at), sid
-     FROM redeemed RETURNING id),
-   first_refresh AS (
-     INSERT INTO refresh_tokens (token_hash, grant_id, client_id, expires_at) SELECT $7, id, $2, now() + make_interval(secs => $8) FROM granted)
+   ${issueGrantCtes({
+     from: 'redeemed',
+     id: '$5',
+     clientId: '$2',
+     userId: 'user_id',
+     scope: "CASE WHEN request IS NULL THEN $6 ELSE request->>'scope' END",
+     flow: "CASE WHEN request IS NULL THEN 'helper' ELSE 'code' END",
+     upstreamSessionId: 'upstream_session_id',
+     // A code approved before its sign-in was kept: issued at that sign-in, or moments after it.
+     authTime: 'COALESCE(auth_time, issued_at)',
+     sid: 'sid',
+     refreshTokenHash: '$7',
+     refreshTokenLifetimeSeconds: '$8',
+   })}
    SELECT r.user_id, r.request, ${idTokenFactsSql('COALESCE(r.auth_time, r.issued_at)', 'r.sid')} FROM redeemed r JOIN portal_users u ON u.id = r.user_id`,
 );
 

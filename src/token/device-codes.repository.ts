@@ -3,7 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, EntityManager } from 'typeorm';
 import { isUniqueViolation } from '../common/errors/app-error.js';
 import { displayNameOf, type UpstreamProfile } from '../users/user.entity.js';
-import { currentScopeSql, issuableUserCte, issuedAfterStampSql } from './revocations.js';
+import { currentScopeSql, issuableUserCte, issuedAfterStampSql } from '../grants/revocations.js';
 
 /** RFC 8628 §3.5: each `slow_down` adds this many seconds to the device code's interval. */
 export const SLOW_DOWN_STEP_SECONDS = 5;

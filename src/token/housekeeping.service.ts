@@ -1,7 +1,7 @@
 import { Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
-import { Env, USER_ACCESS_TOKEN_TTL } from '../config/env.js';
+import { Env } from '../config/env.js';
 
 /** Any constant: one instance purges per round; the others skip it. */
 const PURGE_LOCK_KEY = 7_042_003;
@@ -15,14 +15,7 @@ const BATCH = 5_000;
 const PURGES = [
   `DELETE FROM authorizations WHERE ctid IN (SELECT ctid FROM authorizations WHERE expires_at < now() LIMIT ${BATCH})`,
   `DELETE FROM authorization_codes WHERE ctid IN (SELECT ctid FROM authorization_codes WHERE expires_at < now() LIMIT ${BATCH})`,
-  // Kept until the access token issued with it has expired too (REFRESH_TOKEN_TTL may be shorter
-  // than an access token's life): the grant purge below relies on that.
-  `DELETE FROM refresh_tokens WHERE ctid IN (SELECT ctid FROM refresh_tokens WHERE expires_at < now()
-     AND issued_at < now() - interval '${USER_ACCESS_TOKEN_TTL} seconds' LIMIT ${BATCH})`,
   `DELETE FROM revoked_access_tokens WHERE ctid IN (SELECT ctid FROM revoked_access_tokens WHERE expires_at < now() LIMIT ${BATCH})`,
-  // A grant without refresh tokens, older than any access token it issued, has nothing left alive.
-  `DELETE FROM grants g WHERE g.id IN (SELECT id FROM grants WHERE created_at < now() - interval '${USER_ACCESS_TOKEN_TTL} seconds'
-     AND NOT EXISTS (SELECT 1 FROM refresh_tokens r WHERE r.grant_id = grants.id) LIMIT ${BATCH})`,
   `DELETE FROM login_failures WHERE last_failure_at < now() - interval '1 day'`,
   // Signing in through identity providers: round trips never finished, hand-overs never collected
   // (or collected: their sealed answer is already erased, and like a consumed code the row is kept

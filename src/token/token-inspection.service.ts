@@ -5,13 +5,14 @@ import { DataSource } from 'typeorm';
 import { sha256 } from '../common/crypto/opaque-token.js';
 import type { Requester } from '../common/http/requester.js';
 import { SecurityEvents } from '../common/logging/security-events.js';
+import { GrantRevocationsService } from '../grants/grant-revocations.service.js';
+import { GrantsRepository } from '../grants/grants.repository.js';
+import { RefreshTokensRepository, type RefreshTokenRow } from '../grants/refresh-tokens.repository.js';
 import { InvalidJwt } from '../keys/jwt-signer.service.js';
 import { AccessTokens, type AccessTokenClaims } from './access-tokens.service.js';
 import { ClientAuthentication } from './client-authentication.js';
-import { GrantsRepository } from './grants.repository.js';
 import { invalidRequest } from './oauth-error.js';
 import { readFormBody, requireParam } from './oauth-params.js';
-import { RefreshTokensRepository, type RefreshTokenRow } from './refresh-tokens.repository.js';
 
 type Identified = { kind: 'access'; claims: AccessTokenClaims } | { kind: 'refresh'; tokenHash: Buffer; row: RefreshTokenRow } | null;
 
@@ -29,6 +30,7 @@ export class TokenInspectionService {
     private readonly accessTokens: AccessTokens,
     private readonly refreshTokens: RefreshTokensRepository,
     private readonly grants: GrantsRepository,
+    private readonly revocations: GrantRevocationsService,
     private readonly events: SecurityEvents,
     private readonly relay: RelayService,
   ) {}
@@ -63,10 +65,9 @@ export class TokenInspectionService {
     if (token.kind === 'access') await this.accessTokens.revoke(token.claims);
     // Revoking a refresh token ends its whole grant, access tokens included (RFC 7009 §2.1).
     else {
-      const revoked = await this.dataSource.transaction((manager) => this.grants.revoke(manager, token.row.grant_id));
       // This instance refuses the grant at once; the others when the notification arrives.
+      const [revoked] = await this.revocations.revoke(this.dataSource.manager, { grantId: token.row.grant_id });
       if (!revoked) return;
-      this.accessTokens.grantRevoked(revoked);
       this.events.emit('grant.revoked', { reason: 'revoked_by_client', clientId: client.id, userId: token.row.user_id, grantId: revoked.id }, requester);
     }
   }

@@ -1,5 +1,8 @@
 import { Module } from '@nestjs/common';
 import { ClientsModule } from '../clients/clients.module.js';
+import { GrantRetention } from '../grants/grant-retention.js';
+import { GrantsModule } from '../grants/grants.module.js';
+import { RevokedGrantsModule } from '../grants/revoked-grants.module.js';
 import { IdentityProvidersModule } from '../identity-providers/identity-providers.module.js';
 import { KeysModule } from '../keys/keys.module.js';
 import { AccessTokens } from './access-tokens.service.js';
@@ -12,13 +15,11 @@ import { AuthorizationCodeGrant } from './grants/authorization-code.grant.js';
 import { ClientCredentialsGrant } from './grants/client-credentials.grant.js';
 import { DeviceCodeGrant } from './grants/device-code.grant.js';
 import { RefreshTokenGrant } from './grants/refresh-token.grant.js';
-import { GrantsRepository } from './grants.repository.js';
 import { IdTokenHints } from './id-token-hints.js';
 import { IdTokens } from './id-tokens.js';
 import { HousekeepingService } from './housekeeping.service.js';
 import { IdentityTokenController } from './identity-token.controller.js';
 import { MetadataController } from './metadata.controller.js';
-import { RefreshTokensRepository } from './refresh-tokens.repository.js';
 import { TokenInspectionController } from './token-inspection.controller.js';
 import { TokenInspectionService } from './token-inspection.service.js';
 import { TokenController } from './token.controller.js';
@@ -26,7 +27,7 @@ import { TokenService } from './token.service.js';
 import { UserTokenIssuer } from './user-token-issuer.js';
 
 @Module({
-  imports: [ClientsModule, IdentityProvidersModule, KeysModule],
+  imports: [ClientsModule, GrantsModule, IdentityProvidersModule, KeysModule, RevokedGrantsModule],
   controllers: [TokenController, TokenInspectionController, MetadataController, IdentityTokenController],
   providers: [
     AccessTokens,
@@ -38,12 +39,11 @@ import { UserTokenIssuer } from './user-token-issuer.js';
     DeviceCodeGrant,
     DeviceCodeRetention,
     DeviceCodesRepository,
-    GrantsRepository,
+    GrantRetention,
     HousekeepingService,
     IdTokenHints,
     IdTokens,
     RefreshTokenGrant,
-    RefreshTokensRepository,
     TokenInspectionService,
     TokenService,
     UserTokenIssuer,

@@ -3,10 +3,11 @@ import type { EntityManager } from 'typeorm';
 import { randomToken, sha256 } from '../common/crypto/opaque-token.js';
 import { Env, USER_ACCESS_TOKEN_TTL } from '../config/env.js';
 import type { ClientEntity } from '../clients/client.entity.js';
+import type { UserGrant } from '../grants/grant.js';
+import { RefreshTokensRepository } from '../grants/refresh-tokens.repository.js';
 import { type JwtSigning, JwtSigner } from '../keys/jwt-signer.service.js';
 import { AccessTokens } from './access-tokens.service.js';
 import { type IdTokenFacts, IdTokens, wantsIdToken } from './id-tokens.js';
-import { RefreshTokensRepository } from './refresh-tokens.repository.js';
 
 /**
  * A token response of a user's grant. The helper flow's grants answer as it defines (`scope: null`
@@ -22,19 +23,6 @@ export interface UserTokenResponse {
   refresh_token?: string;
   /** When the grant's scope has `openid` (OpenID Connect Core §3.1.3.3). */
   id_token?: string;
-}
-
-/** Which sign-in began a grant: the helper flow, the standard device flow (RFC 8628), or a standard authorization request (RFC 6749 §4.1). */
-export type GrantFlow = 'helper' | 'device' | 'code';
-
-export interface UserGrant {
-  grantId: string;
-  clientId: string;
-  userId: string;
-  scope: string | null;
-  flow: GrantFlow;
-  /** The authorization request's nonce, for the ID token of the code exchange only. */
-  nonce?: string;
 }
 
 /** A refresh token about to be stored: the value for the client, the hash for the database. */

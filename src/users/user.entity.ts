@@ -40,7 +40,7 @@ export class UserEntity {
 
   /**
    * Moved by a password change, a disable and a sign-out of every device: whatever was issued
-   * before it is refused (src/token/revocations.ts). Null until first moved.
+   * before it is refused (src/grants/revocations.ts). Null until first moved.
    */
   @Column('timestamptz', { name: 'tokens_valid_after', nullable: true })
   tokensValidAfter: Date | null;

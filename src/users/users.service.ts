@@ -5,7 +5,7 @@ import type { QueryDeepPartialEntity, Repository } from 'typeorm';
 import { conflict, invalidInput, isUniqueViolation, notFound } from '../common/errors/app-error.js';
 import { SecurityEvents } from '../common/logging/security-events.js';
 import { validateInput } from '../common/validation/validate-input.js';
-import { SignOutsRepository } from '../token/sign-outs.repository.js';
+import { SignOutsRepository } from '../grants/sign-outs.repository.js';
 import { CreateUserDto, isPlausibleLogin, NewPasswordDto } from './dto/create-user.dto.js';
 import { hashPassword, verifyPassword } from './password.js';
 import { UserEntity, type UpstreamProfile } from './user.entity.js';

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SignOutsRepository } from '../../src/token/sign-outs.repository.js';
+import { SignOutsRepository } from '../../src/grants/sign-outs.repository.js';
 import { UsersService } from '../../src/users/users.service.js';
 import { createClient, createUser, type TestClient } from '../factories/oauth.factory.js';
 import { issueState } from '../factories/state.factory.js';

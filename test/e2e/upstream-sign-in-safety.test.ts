@@ -1,8 +1,8 @@
 import type { Browser, BrowserContext } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ClientsService } from '../../src/clients/clients.service.js';
-import { NEW_STAMP_SQL } from '../../src/token/revocations.js';
-import { SignOutsRepository } from '../../src/token/sign-outs.repository.js';
+import { NEW_STAMP_SQL } from '../../src/grants/revocations.js';
+import { SignOutsRepository } from '../../src/grants/sign-outs.repository.js';
 import { UsersService } from '../../src/users/users.service.js';
 import { issueState } from '../factories/state.factory.js';
 import { LOOPBACK_PATTERN } from '../factories/token-flow.factory.js';

@@ -3,7 +3,7 @@ import { decodeJwt } from 'jose';
 import * as oidc from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ClientsService } from '../../src/clients/clients.service.js';
-import { SignOutsRepository } from '../../src/token/sign-outs.repository.js';
+import { SignOutsRepository } from '../../src/grants/sign-outs.repository.js';
 import { clientToken } from '../factories/notification.factory.js';
 import { createClient, createUser, type TestClient } from '../factories/oauth.factory.js';
 import { signWithServiceKey } from '../factories/state.factory.js';

@@ -18,7 +18,7 @@ import { SignInConfirmations } from '../sign-in-confirmations.js';
 import { ACCOUNT_DISABLED } from '../sign-in-messages.js';
 import { ClientsService } from '../../clients/clients.service.js';
 import { Metrics } from '../../metrics/metrics.service.js';
-import { issuedAfterStamp } from '../../token/revocations.js';
+import { issuedAfterStamp } from '../../grants/revocations.js';
 import { ENDED_SIGN_IN } from '../ended-sign-in.js';
 
 /**

@@ -1,14 +1,13 @@
 import { Module } from '@nestjs/common';
 import { ClientsModule } from '../../clients/clients.module.js';
 import { UsersModule } from '../../users/users.module.js';
-import { GrantsRepository } from '../grants.repository.js';
-import { SignOutsModule } from '../sign-outs.module.js';
+import { GrantsModule } from '../../grants/grants.module.js';
 import { GrantsListCommand } from './grants-list.command.js';
 import { GrantsRevokeCommand } from './grants-revoke.command.js';
 
 /** The grants:* commands: a user's signed-in devices, and signing them out. */
 @Module({
-  imports: [UsersModule, ClientsModule, SignOutsModule],
-  providers: [GrantsRepository, GrantsListCommand, GrantsRevokeCommand],
+  imports: [UsersModule, ClientsModule, GrantsModule],
+  providers: [GrantsListCommand, GrantsRevokeCommand],
 })
 export class GrantCommandsModule {}

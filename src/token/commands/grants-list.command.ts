@@ -2,7 +2,7 @@ import { Command } from 'nest-commander';
 import { printJson } from '../../common/cli/output.js';
 import { UsernameCommand, type UsernameOptions } from '../../common/cli/username-command.js';
 import { UsersService } from '../../users/users.service.js';
-import { GrantsRepository } from '../grants.repository.js';
+import { GrantsRepository } from '../../grants/grants.repository.js';
 
 @Command({
   name: 'grants:list',

@@ -7,19 +7,23 @@ import { sha256 } from '../../common/crypto/opaque-token.js';
 import type { AnswerDeadline } from '../../common/http/request-deadlines.js';
 import type { Requester } from '../../common/http/requester.js';
 import { SecurityEvents } from '../../common/logging/security-events.js';
+import type { GrantFlow } from '../../grants/grant.js';
+import { GrantRevocationsService } from '../../grants/grant-revocations.service.js';
 import { type RelayedTokenResponse, RelayService } from '../../identity-providers/relay.service.js';
-import { AccessTokens } from '../access-tokens.service.js';
-import { AuthorizationCodesRepository, type CodeRequest } from '../authorization-codes.repository.js';
-import { GrantsRepository } from '../grants.repository.js';
-import { invalidGrant } from '../oauth-error.js';
+import { type AuthorizationCodeRow, AuthorizationCodesRepository, type CodeRequest } from '../authorization-codes.repository.js';
+import { invalidGrant, OAuthError } from '../oauth-error.js';
 import { type OAuthParams, requireParam } from '../oauth-params.js';
 import { isVerifier, s256Challenge, verifierMatches } from '../pkce.js';
 import { assertScopeAllowed, formatScope, parseScope, userGrantScopes } from '../scope.js';
 import { inTokenTransaction } from '../token-transaction.js';
-import { type GrantFlow, UserTokenIssuer, type UserTokenResponse } from '../user-token-issuer.js';
+import { UserTokenIssuer, type UserTokenResponse } from '../user-token-issuer.js';
 import type { GrantHandler } from './grant-handler.js';
 
-/** RFC 6749 §4.1.3, with RFC 7636 PKCE and RFC 9700 §4.2.4 replay handling. */
+/**
+ * RFC 6749 §4.1.3, with RFC 7636 PKCE and RFC 9700 §4.2.4 replay handling. One issuing path: the
+ * REDEEM statement spends the code and issues its grant; when it does not, the locked path names
+ * why the code is refused, spends it, and revokes the grant of a replayed one, but never issues.
+ */
 @Injectable()
 export class AuthorizationCodeGrant implements GrantHandler<UserTokenResponse | RelayedTokenResponse> {
   readonly name = 'authorization_code';
@@ -27,9 +31,8 @@ export class AuthorizationCodeGrant implements GrantHandler<UserTokenResponse | 
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
     private readonly codes: AuthorizationCodesRepository,
-    private readonly grants: GrantsRepository,
+    private readonly revocations: GrantRevocationsService,
     private readonly tokens: UserTokenIssuer,
-    private readonly accessTokens: AccessTokens,
     private readonly events: SecurityEvents,
     private readonly relay: RelayService,
   ) {}
@@ -71,8 +74,9 @@ export class AuthorizationCodeGrant implements GrantHandler<UserTokenResponse | 
       );
       if (relayed) return relayed;
     }
-    // Not redeemable as presented: decide why under the row lock (and revoke on a replay).
-    return inTokenTransaction(this.dataSource, deadline, async (manager, afterCommit) => {
+    // Not redeemed: name why under the row lock (and revoke on a replay). Nothing is issued here:
+    // the transaction's only outcome is an OAuth error (never).
+    return inTokenTransaction<never>(this.dataSource, deadline, async (manager, afterCommit) => {
       const code = await this.codes.lock(manager, codeHash);
       // Another client's code is indistinguishable from no code, and is left untouched.
       if (!code || code.client_id !== client.id) {
@@ -87,33 +91,21 @@ export class AuthorizationCodeGrant implements GrantHandler<UserTokenResponse | 
       }
       if (code.consumed_at) {
         // A second use means the code leaked: revoke everything issued from it (RFC 6749 §4.1.2).
-        const revoked = code.grant_id ? await this.grants.revoke(manager, code.grant_id) : undefined;
+        const revoked = code.grant_id ? await this.revocations.revoke(manager, { grantId: code.grant_id }) : [];
         afterCommit(() => {
-          if (revoked) this.accessTokens.grantRevoked(revoked);
-          const replay = { reason: 'code_replayed', clientId: client.id, userId: code.user_id, grantId: code.grant_id, grantRevoked: revoked !== undefined } as const;
+          const replay = { reason: 'code_replayed', clientId: client.id, userId: code.user_id, grantId: code.grant_id, grantRevoked: revoked.length > 0 } as const;
           this.events.emit('token.replayed', replay, requester);
         });
         return invalidGrant('the authorization code was already used');
       }
-      if (!code.user_issuable) {
-        await this.codes.markConsumed(manager, codeHash, null);
-        return invalidGrant('the user of this authorization code was signed out or disabled');
-      }
-      if (code.expired) {
-        await this.codes.markConsumed(manager, codeHash, null);
-        return invalidGrant('the authorization code has expired');
-      }
-      const problem = checkBinding(code, verifier, redirectUri, pkceRequired);
+      const problem = refusal(code, verifier, redirectUri, pkceRequired);
       if (problem) {
         await this.codes.markConsumed(manager, codeHash, null);
         return invalidGrant(problem);
       }
-      const grant = granted(code.request, grantScope);
-      // A code approved before its sign-in was kept: issued at that sign-in, or moments after it.
-      const signIn = { authTime: code.auth_time ?? code.issued_at, sid: code.sid };
-      const grantId = await this.grants.create(manager, { clientId: client.id, userId: code.user_id, ...grant, upstreamSessionId: code.upstream_session_id, signIn });
-      await this.codes.markConsumed(manager, codeHash, grantId);
-      return this.tokens.issue(manager, { grantId, clientId: client.id, userId: code.user_id, ...grant, nonce: code.request?.nonce });
+      // Nothing refuses it now, though the statement did not redeem it: it became redeemable
+      // while the statement ran. Left as it is, for a retry's statement to redeem.
+      return new OAuthError('temporarily_unavailable', 'the authorization code could not be redeemed just now: try again shortly');
     });
   }
 }
@@ -125,13 +117,19 @@ export class AuthorizationCodeGrant implements GrantHandler<UserTokenResponse | 
 const granted = (request: CodeRequest | null, tokenRequestScope: string | null): { scope: string | null; flow: GrantFlow } =>
   request ? { scope: request.scope, flow: 'code' } : { scope: tokenRequestScope, flow: 'helper' };
 
-/** PKCE (a challenge demands a matching verifier; no challenge refuses one, and a public client's code) and the redirect URL. */
-function checkBinding(
-  code: { code_challenge: string | null; redirect_url: string | null; request: CodeRequest | null },
+/**
+ * Why an unspent code of this client is refused, as REDEEM checks it: its user signed out or
+ * disabled, its expiry, PKCE (a challenge demands a matching verifier; no challenge refuses one,
+ * and a public client's code) and the redirect URL. Null when none of these refuses it.
+ */
+export function refusal(
+  code: Pick<AuthorizationCodeRow, 'user_issuable' | 'expired' | 'code_challenge' | 'redirect_url' | 'request'>,
   verifier: string | undefined,
   redirectUri: string | undefined,
   pkceRequired: boolean,
 ): string | null {
+  if (!code.user_issuable) return 'the user of this authorization code was signed out or disabled';
+  if (code.expired) return 'the authorization code has expired';
   if (code.request && redirectUri === undefined) return 'redirect_uri is required: the authorization request had one';
   if (pkceRequired && !code.code_challenge) return 'a public client must use PKCE: this code was requested without a code_challenge';
   if (code.code_challenge && !verifier) return 'code_verifier is required for this code';

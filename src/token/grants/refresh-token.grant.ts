@@ -7,14 +7,13 @@ import type { AnswerDeadline } from '../../common/http/request-deadlines.js';
 import type { Requester } from '../../common/http/requester.js';
 import { SecurityEvents } from '../../common/logging/security-events.js';
 import { Env } from '../../config/env.js';
-import { AccessTokens } from '../access-tokens.service.js';
-import { GrantsRepository } from '../grants.repository.js';
+import { GrantRevocationsService } from '../../grants/grant-revocations.service.js';
+import { RefreshTokensRepository } from '../../grants/refresh-tokens.repository.js';
 import { invalidGrant, OAuthError } from '../oauth-error.js';
 import { type RelayedTokenResponse, RelayService } from '../../identity-providers/relay.service.js';
 import { Metrics } from '../../metrics/metrics.service.js';
 import { UpstreamRecheck } from '../../identity-providers/upstream-recheck.service.js';
 import { type OAuthParams, requireParam } from '../oauth-params.js';
-import { RefreshTokensRepository } from '../refresh-tokens.repository.js';
 import { assertScopeAllowed, formatScope, parseScope } from '../scope.js';
 import { inTokenTransaction } from '../token-transaction.js';
 import { UserTokenIssuer, type UserTokenResponse } from '../user-token-issuer.js';
@@ -28,10 +27,9 @@ export class RefreshTokenGrant implements GrantHandler<UserTokenResponse | Relay
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
     private readonly refreshTokens: RefreshTokensRepository,
-    private readonly grants: GrantsRepository,
+    private readonly revocations: GrantRevocationsService,
     private readonly tokens: UserTokenIssuer,
     private readonly env: Env,
-    private readonly accessTokens: AccessTokens,
     private readonly events: SecurityEvents,
     private readonly upstream: UpstreamRecheck,
     private readonly relay: RelayService,
@@ -56,10 +54,9 @@ export class RefreshTokenGrant implements GrantHandler<UserTokenResponse | Relay
       throw new OAuthError('temporarily_unavailable', 'the identity provider of this user could not be reached: try again shortly');
     }
     await inTokenTransaction(this.dataSource, deadline, async (manager, afterCommit) => {
-      const revoked = await this.grants.revoke(manager, grant.grant_id);
+      const revoked = await this.revocations.revoke(manager, { grantId: grant.grant_id });
       afterCommit(() => {
-        if (revoked) this.accessTokens.grantRevoked(revoked);
-        this.events.emit('upstream.recheck_failed', { reason: 'invalid_grant', ...failed, grantRevoked: revoked !== undefined }, requester);
+        this.events.emit('upstream.recheck_failed', { reason: 'invalid_grant', ...failed, grantRevoked: revoked.length > 0 }, requester);
       });
       return invalidGrant('the identity provider no longer accepts this user; the grant is revoked');
     });
@@ -99,10 +96,9 @@ export class RefreshTokenGrant implements GrantHandler<UserTokenResponse | Relay
       if (token.rotated_at) {
         // Within the grace period the loser of a concurrent refresh is refused; later, reuse means theft.
         if (token.rotated_within_grace) return invalidGrant('the refresh token was already used');
-        const revoked = await this.grants.revoke(manager, token.grant_id);
+        const revoked = await this.revocations.revoke(manager, { grantId: token.grant_id });
         afterCommit(() => {
-          if (revoked) this.accessTokens.grantRevoked(revoked);
-          const reuse = { reason: 'refresh_token_reused', clientId: client.id, userId: token.user_id, grantId: token.grant_id, grantRevoked: revoked !== undefined } as const;
+          const reuse = { reason: 'refresh_token_reused', clientId: client.id, userId: token.user_id, grantId: token.grant_id, grantRevoked: revoked.length > 0 } as const;
           this.events.emit('token.replayed', reuse, requester);
         });
         return invalidGrant('the refresh token was already used; its grant is revoked');

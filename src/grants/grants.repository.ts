@@ -2,14 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, type EntityManager } from 'typeorm';
 import { USER_ACCESS_TOKEN_TTL } from '../config/env.js';
-import { notifiedIdPayloadSql } from '../database/notified-id-set.js';
-import type { GrantFlow } from './user-token-issuer.js';
-
-/** NOTIFY channel announcing a revoked grant (a NotifiedIdSet of grant ids). */
-export const GRANT_REVOKED_CHANNEL = 'vc_grant_revoked';
-
-/** Until when a revoked grant matters: its last access token expires an access-token lifetime after the revocation. */
-export const REVOKED_UNTIL_SQL = `revoked_at + interval '${USER_ACCESS_TOKEN_TTL} seconds'`;
+import type { GrantFlow } from './grant.js';
 
 export interface LiveGrant {
   grant_id: string;
@@ -22,7 +15,7 @@ export interface LiveGrant {
   expires_at: Date | null;
 }
 
-/** Grants: the family of tokens one sign-in produced; revoking it ends them all. */
+/** Grants: the family of tokens one sign-in produced; revoking it ends them all (GrantRevocationsService). */
 @Injectable()
 export class GrantsRepository {
   constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
@@ -37,25 +30,6 @@ export class GrantsRepository {
       [grant.clientId, grant.userId, grant.scope, grant.flow, grant.upstreamSessionId ?? null, grant.signIn?.authTime ?? null, grant.signIn?.sid ?? null],
     );
     return row.id;
-  }
-
-  /**
-   * Ends every token of the grant; every instance hears of it when the transaction commits (and
-   * closes its streams). Returns the grant if this revoked it, for the caller to tell its own
-   * instance at once after the commit (AccessTokens.grantRevoked).
-   */
-  async revoke(manager: EntityManager, grantId: string): Promise<{ id: string; until: Date } | undefined> {
-    const [revoked]: { id: string; until: Date }[] = await manager.query(
-      `WITH revoked AS (UPDATE grants SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL RETURNING id, ${REVOKED_UNTIL_SQL} AS until)
-       SELECT id, until, pg_notify('${GRANT_REVOKED_CHANNEL}', ${notifiedIdPayloadSql('id::text', 'until')}) FROM revoked`,
-      [grantId],
-    );
-    return revoked && { id: revoked.id, until: revoked.until };
-  }
-
-  /** Grants revoked recently enough that access tokens of theirs may still be alive, with until when. */
-  async recentlyRevoked(): Promise<{ id: string; until: Date }[]> {
-    return this.dataSource.query(`SELECT id, ${REVOKED_UNTIL_SQL} AS until FROM grants WHERE revoked_at > now() - interval '${USER_ACCESS_TOKEN_TTL} seconds'`);
   }
 
   /**
@@ -77,5 +51,18 @@ export class GrantsRepository {
   async isActive(grantId: string): Promise<boolean> {
     const rows = await this.dataSource.query('SELECT 1 FROM grants WHERE id = $1 AND revoked_at IS NULL', [grantId]);
     return rows.length > 0;
+  }
+
+  /**
+   * Deletes up to `limit` grants with nothing left alive: no refresh token (purged after it
+   * expired), and older than any access token it issued. Returns how many it deleted.
+   */
+  async purgeSpent(limit: number): Promise<number> {
+    const [, deleted]: [unknown, number] = await this.dataSource.query(
+      `DELETE FROM grants g WHERE g.id IN (SELECT id FROM grants WHERE created_at < now() - interval '${USER_ACCESS_TOKEN_TTL} seconds'
+         AND NOT EXISTS (SELECT 1 FROM refresh_tokens r WHERE r.grant_id = grants.id) LIMIT $1)`,
+      [limit],
+    );
+    return deleted;
   }
 }

@@ -1,9 +1,11 @@
 import { Injectable } from '@nestjs/common';
-import type { DataSource, EntityManager } from 'typeorm';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource, type EntityManager } from 'typeorm';
+import { USER_ACCESS_TOKEN_TTL } from '../config/env.js';
 import { PreparedStatement } from '../database/prepared-statement.js';
-import { type IdTokenFacts, idTokenFactsSql } from './id-tokens.js';
+import { type IdTokenFacts, idTokenFactsSql } from '../token/id-tokens.js';
+import type { GrantFlow } from './grant.js';
 import { currentScopeSql, issuedAfterStampSql } from './revocations.js';
-import type { GrantFlow } from './user-token-issuer.js';
 
 export interface RefreshTokenRow {
   grant_id: string;
@@ -60,6 +62,8 @@ export type RotatedRefreshToken = Pick<RefreshTokenRow, 'grant_id' | 'user_id' |
 
 @Injectable()
 export class RefreshTokensRepository {
+  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
+
   async insert(manager: EntityManager, token: { tokenHash: Buffer; grantId: string; clientId: string; lifetimeSeconds: number }): Promise<void> {
     await manager.query('INSERT INTO refresh_tokens (token_hash, grant_id, client_id, expires_at) VALUES ($1, $2, $3, now() + make_interval(secs => $4))', [
       token.tokenHash,
@@ -122,5 +126,19 @@ export class RefreshTokensRepository {
       [tokenHash],
     );
     return row;
+  }
+
+  /**
+   * Deletes up to `limit` expired tokens, each kept until the access token issued with it has
+   * expired too (REFRESH_TOKEN_TTL may be shorter than an access token's life): the grant purge,
+   * which runs after this one, relies on that. Returns how many it deleted.
+   */
+  async purgeExpired(limit: number): Promise<number> {
+    const [, deleted]: [unknown, number] = await this.dataSource.query(
+      `DELETE FROM refresh_tokens WHERE ctid IN (SELECT ctid FROM refresh_tokens WHERE expires_at < now()
+         AND issued_at < now() - interval '${USER_ACCESS_TOKEN_TTL} seconds' LIMIT $1)`,
+      [limit],
+    );
+    return deleted;
   }
 }

@@ -2,8 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, type EntityManager } from 'typeorm';
 import { SecurityEvents } from '../common/logging/security-events.js';
-import { notifiedIdPayloadSql } from '../database/notified-id-set.js';
-import { GRANT_REVOKED_CHANNEL, REVOKED_UNTIL_SQL } from './grants.repository.js';
+import { GrantRevocationsService } from './grant-revocations.service.js';
 import { NEW_STAMP_SQL } from './revocations.js';
 
 /** Whose sign-ins end: a user's (on every client, or on one), or every user's on one client. */
@@ -19,6 +18,7 @@ export class SignOutsRepository {
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
     private readonly events: SecurityEvents,
+    private readonly revocations: GrantRevocationsService,
   ) {}
 
   /** A user's sign-outs in a transaction of their own, when nothing else changes with them (grants:revoke). */
@@ -29,25 +29,21 @@ export class SignOutsRepository {
   }
 
   /**
-   * Revokes the target's live grants, as a replayed code does (every instance hears of each grant
-   * when the transaction commits, refuses its tokens and closes its streams), and voids the
-   * sign-ins not yet exchanged for a grant: unredeemed codes, approvals a device has not
-   * collected, device authorizations not yet exchanged, sign-ins through a provider waiting for
-   * the user's "Continue". A user's row is locked first, and a
-   * sign-out of all their devices moves their stamp: see revocations.ts for why that settles the
-   * race with an issuance under way. Returns how many grants it revoked.
+   * Revokes the target's live grants through the one revoke path, as a replayed code does (every
+   * instance, this one included, hears of each grant when the transaction commits, refuses its
+   * tokens and closes its streams), and voids the sign-ins not yet exchanged for a grant:
+   * unredeemed codes, approvals a device has not collected, device authorizations not yet
+   * exchanged, sign-ins through a provider waiting for the user's "Continue". A user's row is
+   * locked first, and a sign-out of all their devices moves their stamp: see revocations.ts for
+   * why that settles the race with an issuance under way. Returns how many grants it revoked.
    */
   async signOut(manager: EntityManager, target: SignOutTarget): Promise<number> {
     const userId = 'userId' in target ? target.userId : null;
     const clientId = target.clientId ?? null;
     if (userId !== null && clientId === null) await manager.query(`UPDATE portal_users SET tokens_valid_after = ${NEW_STAMP_SQL} WHERE id = $1`, [userId]);
     else if (userId !== null) await manager.query('SELECT 1 FROM portal_users WHERE id = $1 FOR UPDATE', [userId]);
+    const revoked = await this.revocations.revoke(manager, target);
     const matches = `($1::uuid IS NULL OR user_id = $1) AND ($2::text IS NULL OR client_id = $2)`;
-    const revoked: unknown[] = await manager.query(
-      `WITH revoked AS (UPDATE grants SET revoked_at = now() WHERE revoked_at IS NULL AND ${matches} RETURNING id, ${REVOKED_UNTIL_SQL} AS until)
-       SELECT pg_notify('${GRANT_REVOKED_CHANNEL}', ${notifiedIdPayloadSql('id::text', 'until')}) FROM revoked`,
-      [userId, clientId],
-    );
     // Void marks, not expiries: "expired" would depend on whose clock reads it, and a purged row
     // would make its state usable again. A consumed code without a grant is refused without revoking anything.
     await manager.query(`UPDATE authorization_codes SET consumed_at = now() WHERE consumed_at IS NULL AND ${matches}`, [userId, clientId]);
