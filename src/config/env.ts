@@ -20,7 +20,7 @@ import {
   validateSync,
 } from 'class-validator';
 import { StartupRefusal } from '../common/errors/startup-refusal.js';
-import { InvalidAllowListEntry, parseAddressAllowList } from '../metrics/address-allow-list.js';
+import { InvalidAllowListEntry, parseAddressAllowList } from '../common/http/address-allow-list.js';
 import { WS_COMPRESSION_MODES, type WsCompression } from '../notification/stream-compression.js';
 import { withoutPassword } from './without-password.js';
 
