@@ -19,6 +19,7 @@ import { OidcModule } from './oidc/oidc.module.js';
 import { PortalModule } from './portal/portal.module.js';
 import { TokenModule } from './token/token.module.js';
 import { UpstreamCallbackModule } from './upstream-callback/upstream-callback.module.js';
+import { UsersInstanceModule } from './users/users-instance.module.js';
 import { UsersModule } from './users/users.module.js';
 
 @Module({})
@@ -33,6 +34,8 @@ export class AppModule {
         MetricsModule,
         ClientsModule,
         UsersModule,
+        // Purges old login slow-downs with the housekeeping rounds: the service only.
+        UsersInstanceModule,
         KeysModule,
         // Creates or replaces the active key at start and listens for revocations: the service only.
         KeysInstanceModule,

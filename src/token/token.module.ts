@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { ClientsModule } from '../clients/clients.module.js';
+import { HousekeepingModule } from '../database/housekeeping.module.js';
 import { IdentityProvidersModule } from '../identity-providers/identity-providers.module.js';
 import { KeysModule } from '../keys/keys.module.js';
 import { AccessTokens } from './access-tokens.service.js';
@@ -15,18 +16,18 @@ import { RefreshTokenGrant } from './grants/refresh-token.grant.js';
 import { GrantsRepository } from './grants.repository.js';
 import { IdTokenHints } from './id-token-hints.js';
 import { IdTokens } from './id-tokens.js';
-import { HousekeepingService } from './housekeeping.service.js';
 import { IdentityTokenController } from './identity-token.controller.js';
 import { MetadataController } from './metadata.controller.js';
 import { RefreshTokensRepository } from './refresh-tokens.repository.js';
 import { TokenInspectionController } from './token-inspection.controller.js';
 import { TokenInspectionService } from './token-inspection.service.js';
 import { TokenController } from './token.controller.js';
+import { TokenRetention } from './token-retention.js';
 import { TokenService } from './token.service.js';
 import { UserTokenIssuer } from './user-token-issuer.js';
 
 @Module({
-  imports: [ClientsModule, IdentityProvidersModule, KeysModule],
+  imports: [ClientsModule, HousekeepingModule, IdentityProvidersModule, KeysModule],
   controllers: [TokenController, TokenInspectionController, MetadataController, IdentityTokenController],
   providers: [
     AccessTokens,
@@ -39,15 +40,16 @@ import { UserTokenIssuer } from './user-token-issuer.js';
     DeviceCodeRetention,
     DeviceCodesRepository,
     GrantsRepository,
-    HousekeepingService,
     IdTokenHints,
     IdTokens,
     RefreshTokenGrant,
     RefreshTokensRepository,
     TokenInspectionService,
+    TokenRetention,
     TokenService,
     UserTokenIssuer,
   ],
-  exports: [AccessTokens, AuthorizationCodeIssuer, ClientAuthentication, DeviceCodesRepository, HousekeepingService, IdTokenHints],
+  // HousekeepingModule: for NotificationModule's retention, until it imports the module itself.
+  exports: [AccessTokens, AuthorizationCodeIssuer, ClientAuthentication, DeviceCodesRepository, HousekeepingModule, IdTokenHints],
 })
 export class TokenModule {}
