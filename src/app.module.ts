@@ -7,7 +7,6 @@ import { ConfigModule } from './config/config.module.js';
 import type { Env } from './config/env.js';
 import { DatabaseModule } from './database/database.module.js';
 import { DeviceFlowModule } from './device-flow/device-flow.module.js';
-import { UpstreamCallbackModule } from './identity-providers/callback/upstream-callback.module.js';
 import { IdentityProvidersInstanceModule } from './identity-providers/identity-providers-instance.module.js';
 import { ExceptionRoutingFilter } from './exception-routing.filter.js';
 import { HealthModule } from './health/health.module.js';
@@ -19,6 +18,8 @@ import { OAuthHelperModule } from './oauth-helper/oauth-helper.module.js';
 import { OidcModule } from './oidc/oidc.module.js';
 import { PortalModule } from './portal/portal.module.js';
 import { TokenModule } from './token/token.module.js';
+import { UpstreamCallbackModule } from './upstream-callback/upstream-callback.module.js';
+import { UsersInstanceModule } from './users/users-instance.module.js';
 import { UsersModule } from './users/users.module.js';
 
 @Module({})
@@ -33,6 +34,8 @@ export class AppModule {
         MetricsModule,
         ClientsModule,
         UsersModule,
+        // Purges old login slow-downs with the housekeeping rounds: the service only.
+        UsersInstanceModule,
         KeysModule,
         // Creates or replaces the active key at start and listens for revocations: the service only.
         KeysInstanceModule,

@@ -17,7 +17,7 @@ import { answerUpgradesOverHttp } from './common/http/upgrade-fallback.js';
 import { PinoLoggerService } from './common/logging/logger.js';
 import { RequestLogController } from './common/logging/request-log.js';
 import { requestLogger } from './common/logging/request-logger.js';
-import { readTlsFiles } from './common/http/tls-files.js';
+import { readTlsFiles } from './config/tls-files.js';
 import type { Env } from './config/env.js';
 import { VERSION } from './health/version.js';
 import { Metrics } from './metrics/metrics.service.js';

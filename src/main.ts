@@ -5,7 +5,7 @@ import { createApp } from './app.js';
 import { ClientsRepository } from './clients/clients.repository.js';
 import { StartupRefusal } from './common/errors/startup-refusal.js';
 import { checkListenAddress, listenRefusal } from './common/http/listen-address.js';
-import { readTlsFiles } from './common/http/tls-files.js';
+import { readTlsFiles } from './config/tls-files.js';
 import { createRootLogger } from './common/logging/logger.js';
 import { type Env, InvalidConfigError, loadProcessEnv, SHUTDOWN_GRACE_MS } from './config/env.js';
 import { type DatabaseServer, openDatabaseServer } from './database/database-server.js';

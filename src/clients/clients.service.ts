@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
-import { invalidInput, notFound } from '../common/errors/app-error.js';
+import { foundOr, invalidInput, notFound } from '../common/errors/app-error.js';
 import { validateInput } from '../common/validation/validate-input.js';
 import { Env } from '../config/env.js';
 import { LOCAL_SIGN_IN } from '../identity-providers/identity-provider.entity.js';
@@ -170,9 +170,7 @@ export class ClientsService {
   }
 
   async setEnabled(id: string, enabled: boolean): Promise<ClientView> {
-    const client = await this.clients.update(id, { enabled });
-    if (!client) throw notFound(`no client with id "${id}"`);
-    return toView(client);
+    return toView(foundOr(await this.clients.update(id, { enabled }), `no client with id "${id}"`));
   }
 
   /**
@@ -203,8 +201,7 @@ export class ClientsService {
       ...(given.heartbeatInterval !== undefined ? { heartbeatInterval: dto.heartbeatInterval } : {}),
       ...(scopeDescriptions || given.scopes ? { scopeDescriptions: await this.describedScopes(id, scopeDescriptions ?? {}, given.scopes) } : {}),
     });
-    if (!client) throw notFound(`no client with id "${id}"`);
-    return toView(client);
+    return toView(foundOr(client, `no client with id "${id}"`));
   }
 
   /**
@@ -291,9 +288,7 @@ export class ClientsService {
   }
 
   private async require(id: string): Promise<ClientEntity> {
-    const client = await this.clients.findById(id);
-    if (!client) throw notFound(`no client with id "${id}"`);
-    return client;
+    return foundOr(await this.clients.findById(id), `no client with id "${id}"`);
   }
 }
 

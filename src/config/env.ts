@@ -20,7 +20,7 @@ import {
   validateSync,
 } from 'class-validator';
 import { StartupRefusal } from '../common/errors/startup-refusal.js';
-import { InvalidAllowListEntry, parseAddressAllowList } from '../metrics/address-allow-list.js';
+import { InvalidAllowListEntry, parseAddressAllowList } from '../common/http/address-allow-list.js';
 import { withoutPassword } from './without-password.js';
 
 /** WS_COMPRESSION's values, listed here so config imports nothing of the stream; what each does is told in notification/streams/stream-compression.ts. */

@@ -1,6 +1,5 @@
-import type { IdentityProviderEntity } from '../identity-providers/identity-provider.entity.js';
-import { providerButtons } from '../identity-providers/provider-buttons.js';
-import { credentialInputs, errorParagraph, escapeHtml, hiddenInput, noticeParagraph, portalAccount, pageLayout } from '../common/html/page-layout.js';
+import { errorParagraph, escapeHtml, hiddenInput, noticeParagraph, pageLayout } from '../common/html/page-layout.js';
+import { type SignInChoices, signInForm, signInIntro } from '../common/html/sign-in-form.js';
 import { displayUserCode } from './user-code.js';
 
 // The three steps of the verification page (RFC 8628 §3.3): enter the code, sign in (or, within a
@@ -37,24 +36,13 @@ export interface DeviceRequestView {
 }
 
 /** Step 2: sign in (at an identity provider, or with a username and password), with the client named so the user sees what they are connecting. */
-export function deviceSignInPage(
-  view: DeviceRequestView & { username?: string; error?: string; local: boolean; providers: Pick<IdentityProviderEntity, 'name' | 'displayName'>[] },
-): string {
+export function deviceSignInPage(view: DeviceRequestView & SignInChoices): string {
   const fields = { csrf_token: view.csrfToken, user_code: view.userCode };
-  const intro = view.providers.length > 0 ? 'Choose how to sign in' : `Use your ${portalAccount()}`;
-  const local = view.local
-    ? `<form method="post" action="${ACTION}" novalidate>
-${hiddenInput('csrf_token', view.csrfToken)}
-${hiddenInput('user_code', view.userCode)}
-${credentialInputs(view.username, view.error ? 'login-error' : undefined, view.providers.length === 0)}
-<button type="submit">Sign in</button>
-</form>`
-    : '';
   return pageLayout(
     'Sign in',
     `<h1>Sign in</h1>
-<p>${intro} to connect <strong>${escapeHtml(view.clientName)}</strong> with the code <span class="code">${displayUserCode(view.userCode)}</span>.</p>
-${errorParagraph(view.error, 'login-error')}${view.providers.length > 0 ? providerButtons(ACTION, fields, view.providers, view.local) : ''}${local}`,
+<p>${signInIntro(view)} to connect <strong>${escapeHtml(view.clientName)}</strong> with the code <span class="code">${displayUserCode(view.userCode)}</span>.</p>
+${signInForm(ACTION, fields, view)}`,
   );
 }
 

@@ -1,5 +1,5 @@
 import { Injectable, type OnModuleInit } from '@nestjs/common';
-import { HousekeepingService } from '../token/housekeeping.service.js';
+import { HousekeepingService } from '../database/housekeeping.service.js';
 import { GrantsRepository } from './grants.repository.js';
 import { RefreshTokensRepository } from './refresh-tokens.repository.js';
 

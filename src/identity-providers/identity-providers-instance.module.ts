@@ -1,12 +1,17 @@
 import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
+import { HousekeepingModule } from '../database/housekeeping.module.js';
 import { IdentityProviderEntity } from './identity-provider.entity.js';
 import { IdentityProvidersModule } from './identity-providers.module.js';
+import { UpstreamRetention } from './upstream-retention.js';
 import { UpstreamSecretsCheck } from './upstream-secrets-check.js';
 
-/** What a running service instance adds to the identity providers: the start-up check of their stored secrets. Only AppModule imports it. */
+/**
+ * What a running service instance adds to the identity providers: the start-up check of their
+ * stored secrets, and the purge of what sign-ins through them leave behind. Only AppModule imports it.
+ */
 @Module({
-  imports: [IdentityProvidersModule, TypeOrmModule.forFeature([IdentityProviderEntity])],
-  providers: [UpstreamSecretsCheck],
+  imports: [IdentityProvidersModule, HousekeepingModule, TypeOrmModule.forFeature([IdentityProviderEntity])],
+  providers: [UpstreamRetention, UpstreamSecretsCheck],
 })
 export class IdentityProvidersInstanceModule {}

@@ -22,6 +22,7 @@ import { UpstreamVault } from './upstream-vault.js';
 @Module({
   imports: [TypeOrmModule.forFeature([IdentityProviderEntity])],
   providers: [RelayHandOversRepository, RelayService, RelayedTokensRepository, IdentityProvidersService, SignInConfirmations, SignInMethods, UpstreamClients, UpstreamSignIn, UpstreamSignInsRepository, UpstreamSessionsRepository, UpstreamRecheck, UpstreamVault],
-  exports: [RelayService, RelayHandOversRepository, UpstreamRecheck, UpstreamSessionsRepository, IdentityProvidersService, SignInConfirmations, SignInMethods, UpstreamClients, UpstreamSignIn, UpstreamVault],
+  // The sign-in and relay repositories: for the instance module's purges too.
+  exports: [RelayService, RelayHandOversRepository, RelayedTokensRepository, UpstreamRecheck, UpstreamSessionsRepository, UpstreamSignInsRepository, IdentityProvidersService, SignInConfirmations, SignInMethods, UpstreamClients, UpstreamSignIn, UpstreamVault],
 })
 export class IdentityProvidersModule {}

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import type { Repository } from 'typeorm';
-import { conflict, invalidInput, isUniqueViolation, notFound } from '../common/errors/app-error.js';
+import { conflict, foundOr, invalidInput, isUniqueViolation } from '../common/errors/app-error.js';
 import { CONTROL } from '../common/validation/storable-text.js';
 import { validateInput } from '../common/validation/validate-input.js';
 import { Env } from '../config/env.js';
@@ -76,15 +76,15 @@ export class IdentityProvidersService {
       if (isUniqueViolation(error)) throw conflict(`an identity provider named "${dto.name}" already exists`);
       throw error;
     }
-    return this.view(provider);
+    return this.toView(provider);
   }
 
   async list(): Promise<IdentityProviderView[]> {
-    return (await this.providers.find({ order: { name: 'ASC' } })).map((provider) => this.view(provider));
+    return (await this.providers.find({ order: { name: 'ASC' } })).map((provider) => this.toView(provider));
   }
 
   async show(name: string): Promise<IdentityProviderView> {
-    return this.view(await this.require(name));
+    return this.toView(await this.require(name));
   }
 
   async update(name: string, input: IdentityProviderChanges): Promise<IdentityProviderView> {
@@ -95,7 +95,7 @@ export class IdentityProvidersService {
     if (changes.scopes !== undefined) provider.scopes = ensureOpenid(changes.scopes);
     if (changes.mode !== undefined) provider.mode = changes.mode;
     if (changes.trustEmail !== undefined) provider.trustEmail = changes.trustEmail;
-    return this.view(await this.providers.save(provider));
+    return this.toView(await this.providers.save(provider));
   }
 
   /** A new client secret (null or empty: none, a public client from now on). */
@@ -104,7 +104,7 @@ export class IdentityProvidersService {
     const clientSecret = checkSecret(secret);
     if (!this.vault.available) throw invalidInput(UPSTREAM_NEEDS_KEK);
     provider.clientSecretSealed = clientSecret === null ? null : this.vault.seal(secretContext(name), clientSecret);
-    return this.view(await this.providers.save(provider));
+    return this.toView(await this.providers.save(provider));
   }
 
   /** Removes a provider no client signs in with; its brokered users stay (and can sign in again if it comes back). */
@@ -119,7 +119,7 @@ export class IdentityProvidersService {
       throw conflict(`identity provider "${name}" is a sign-in method of ${users.length === 1 ? 'a client' : `${users.length} clients`}: ${named}; change their --sign-in first`);
     }
     await this.providers.delete({ name });
-    return this.view(provider);
+    return this.toView(provider);
   }
 
   /** The provider with this name, or null (a name no provider can have is unknown without a query). */
@@ -147,9 +147,7 @@ export class IdentityProvidersService {
   }
 
   private async require(name: string): Promise<IdentityProviderEntity> {
-    const provider = await this.find(name);
-    if (!provider) throw notFound(`no identity provider named "${name}"`);
-    return provider;
+    return foundOr(await this.find(name), `no identity provider named "${name}"`);
   }
 
   private async checkDiscovery(issuer: string, clientId: string, secret: string | null): Promise<void> {
@@ -161,7 +159,7 @@ export class IdentityProvidersService {
     }
   }
 
-  private view(provider: IdentityProviderEntity): IdentityProviderView {
+  private toView(provider: IdentityProviderEntity): IdentityProviderView {
     return {
       name: provider.name,
       issuer: provider.issuer,

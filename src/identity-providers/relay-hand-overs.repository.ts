@@ -127,4 +127,13 @@ export class RelayHandOversRepository {
     );
     return row && { id: row.id, provider: row.provider, tokenResponseSealed: row.token_response_sealed, codeChallenge: row.code_challenge, redirectUrl: row.redirect_url };
   }
+
+  /** Hand-overs never collected, or collected (their sealed answer is already erased; like a consumed code the row is kept until the code expires, and its relayed tokens live on, unlinked). Up to `limit` rows; returns how many were deleted (a housekeeping purge). */
+  async purgeExpired(limit: number): Promise<number> {
+    const [, deleted]: [unknown, number] = await this.dataSource.query(
+      `DELETE FROM relay_hand_overs WHERE ctid IN (SELECT ctid FROM relay_hand_overs WHERE expires_at < now() LIMIT $1)`,
+      [limit],
+    );
+    return deleted;
+  }
 }

@@ -94,4 +94,13 @@ export class RelayedTokensRepository {
     const [, deleted]: [unknown, number] = await manager.query('DELETE FROM relayed_tokens WHERE hand_over_id = $1', [handOverId]);
     return deleted;
   }
+
+  /** Relayed tokens past their life. Up to `limit` rows; returns how many were deleted (a housekeeping purge). */
+  async purgeExpired(limit: number): Promise<number> {
+    const [, deleted]: [unknown, number] = await this.dataSource.query(
+      `DELETE FROM relayed_tokens WHERE ctid IN (SELECT ctid FROM relayed_tokens WHERE expires_at < now() LIMIT $1)`,
+      [limit],
+    );
+    return deleted;
+  }
 }

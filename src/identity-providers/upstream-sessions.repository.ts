@@ -75,4 +75,17 @@ export class UpstreamSessionsRepository {
       [id, confirmed !== null, confirmed?.refreshTokenSealed ?? null],
     );
   }
+
+  /** Upstream sessions a day old that no sign-in, code, session or grant refers to any more. Up to `limit` rows; returns how many were deleted (a housekeeping purge). */
+  async purgeExpired(limit: number): Promise<number> {
+    const [, deleted]: [unknown, number] = await this.dataSource.query(
+      `DELETE FROM upstream_sessions s WHERE s.id IN (SELECT id FROM upstream_sessions u WHERE u.created_at < now() - interval '1 day'
+         AND NOT EXISTS (SELECT 1 FROM grants WHERE upstream_session_id = u.id) AND NOT EXISTS (SELECT 1 FROM authorizations WHERE upstream_session_id = u.id)
+         AND NOT EXISTS (SELECT 1 FROM browser_sessions WHERE upstream_session_id = u.id)
+         AND NOT EXISTS (SELECT 1 FROM authorization_codes WHERE upstream_session_id = u.id) AND NOT EXISTS (SELECT 1 FROM device_codes WHERE upstream_session_id = u.id)
+         LIMIT $1)`,
+      [limit],
+    );
+    return deleted;
+  }
 }

@@ -63,4 +63,13 @@ export class UpstreamSignInsRepository {
     if (found.expired) return 'expired';
     return 'other_browser';
   }
+
+  /** Round trips to a provider never finished, past their life. Up to `limit` rows; returns how many were deleted (a housekeeping purge). */
+  async purgeExpired(limit: number): Promise<number> {
+    const [, deleted]: [unknown, number] = await this.dataSource.query(
+      `DELETE FROM upstream_sign_ins WHERE ctid IN (SELECT ctid FROM upstream_sign_ins WHERE expires_at < now() LIMIT $1)`,
+      [limit],
+    );
+    return deleted;
+  }
 }

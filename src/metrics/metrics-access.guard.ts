@@ -1,7 +1,7 @@
 import { type CanActivate, type ExecutionContext, ForbiddenException, Injectable } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import { Env, InvalidConfigError } from '../config/env.js';
-import { type AddressAllowList, InvalidAllowListEntry, parseAddressAllowList } from './address-allow-list.js';
+import { type AddressAllowList, InvalidAllowListEntry, parseAddressAllowList } from '../common/http/address-allow-list.js';
 
 /** METRICS_ALLOWED_CIDRS read, or undefined when unset (anyone may scrape); a bad entry is a configuration error. */
 export function readMetricsAllowList(env: Env): AddressAllowList | undefined {

@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { TerminusModule } from '@nestjs/terminus';
 import { ClientsModule } from '../clients/clients.module.js';
+import { HousekeepingModule } from '../database/housekeeping.module.js';
 import { HealthModule } from '../health/health.module.js';
 import { KeysModule } from '../keys/keys.module.js';
 import { TokenModule } from '../token/token.module.js';
@@ -32,7 +33,7 @@ import { StreamsService } from './streams/streams.service.js';
  * The bearer guard at this root guards both the publish routes and the streams.
  */
 @Module({
-  imports: [ClientsModule, KeysModule, TokenModule, HealthModule, TerminusModule, NotificationPublishingModule],
+  imports: [ClientsModule, HousekeepingModule, KeysModule, TokenModule, HealthModule, TerminusModule, NotificationPublishingModule],
   controllers: [NotificationController, EventStreamController],
   providers: [
     BearerAuthenticator,

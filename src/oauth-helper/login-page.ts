@@ -1,6 +1,5 @@
-import type { IdentityProviderEntity } from '../identity-providers/identity-provider.entity.js';
-import { providerButtons } from '../identity-providers/provider-buttons.js';
-import { credentialInputs, errorParagraph, escapeHtml, hiddenInput, portalAccount, pageLayout } from '../common/html/page-layout.js';
+import { escapeHtml, hiddenInput, pageLayout } from '../common/html/page-layout.js';
+import { type ProviderChoice, signInForm, signInIntro } from '../common/html/sign-in-form.js';
 
 export interface LoginForm {
   clientName: string;
@@ -14,26 +13,17 @@ export interface LoginForm {
   /** Whether the username and password form is offered (the client's `local` sign-in method). */
   local: boolean;
   /** The identity providers the client signs in with, a button each. */
-  providers: Pick<IdentityProviderEntity, 'name' | 'displayName'>[];
+  providers: ProviderChoice[];
 }
 
 /** The login page of /sso/authorize. */
 export function loginPage(form: LoginForm): string {
   const fields = { response_type: 'code', client_id: form.clientId, state: form.state, csrf_token: form.csrfToken };
-  const hidden = Object.entries(fields).map(([name, value]) => hiddenInput(name, value)).join('\n');
-  const intro = form.providers.length > 0 ? 'Choose how to sign in' : `Use your ${portalAccount()}`;
-  const local = form.local
-    ? `<form method="post" action="/sso/authorize" novalidate>
-${hidden}
-${credentialInputs(form.username, form.error ? 'login-error' : undefined, form.providers.length === 0)}
-<button type="submit">Sign in</button>
-</form>`
-    : '';
   return pageLayout(
     'Sign in',
     `<h1>Sign in</h1>
-<p>${intro} to continue to <strong>${escapeHtml(form.clientName)}</strong>.</p>
-${form.deviceHost ? `<p>Your sign-in is sent to the device at <strong>${escapeHtml(form.deviceHost)}</strong>. Continue only if that is yours.</p>\n` : ''}${errorParagraph(form.error, 'login-error')}${form.providers.length > 0 ? providerButtons('/sso/authorize', fields, form.providers, form.local) : ''}${local}`,
+<p>${signInIntro(form)} to continue to <strong>${escapeHtml(form.clientName)}</strong>.</p>
+${form.deviceHost ? `<p>Your sign-in is sent to the device at <strong>${escapeHtml(form.deviceHost)}</strong>. Continue only if that is yours.</p>\n` : ''}${signInForm('/sso/authorize', fields, form)}`,
   );
 }
 

@@ -1,7 +1,7 @@
 import type { Env } from '../config/env.js';
 import { authorizationServerMetadata } from '../token/authorization-server-metadata.js';
 import { OPENID_SCOPES } from '../token/scope.js';
-import { CLAIMS_SUPPORTED } from './claims.js';
+import { CLAIMS_SUPPORTED } from '../users/claims.js';
 import type { OpenIdConfigurationDto } from './dto/openid-configuration.dto.js';
 
 /** Where OpenID Connect Discovery §4 looks for the document, below the issuer. */

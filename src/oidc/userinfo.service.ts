@@ -3,7 +3,7 @@ import { type AuthenticatedToken, BearerAuthenticator, BearerRejection } from '.
 import { readFormBody } from '../token/oauth-params.js';
 import { IdentityProvidersService } from '../identity-providers/identity-providers.service.js';
 import { UsersService } from '../users/users.service.js';
-import { claimsFor, OPENID_SCOPE, type ScopedClaims } from './claims.js';
+import { claimsFor, OPENID_SCOPE, type ScopedClaims } from '../users/claims.js';
 
 export type UserinfoClaims = ScopedClaims & { sub: string };
 

@@ -72,6 +72,15 @@ export class BrowserSessionsRepository {
     );
     return row && { sid: row.sid, userId: row.user_id, upstreamSessionId: row.upstream_session_id };
   }
+
+  /** Sessions past SESSION_TTL (an ended one is kept until then). Up to `limit` rows; returns how many were deleted (a housekeeping purge). */
+  async purgeExpired(limit: number): Promise<number> {
+    const [, deleted]: [unknown, number] = await this.dataSource.query(
+      `DELETE FROM browser_sessions WHERE ctid IN (SELECT ctid FROM browser_sessions WHERE expires_at < now() LIMIT $1)`,
+      [limit],
+    );
+    return deleted;
+  }
 }
 
 interface SessionRow {

@@ -1,7 +1,7 @@
 import { Injectable, type OnModuleInit } from '@nestjs/common';
 import { Metrics } from '../metrics/metrics.service.js';
 import { DeviceCodesRepository } from './device-codes.repository.js';
-import { HousekeepingService } from './housekeeping.service.js';
+import { HousekeepingService } from '../database/housekeeping.service.js';
 
 /**
  * Expired device authorizations are deleted with the other expired rows, in batches; those no

@@ -4,7 +4,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, EntityManager } from 'typeorm';
 import { Env, USER_ACCESS_TOKEN_TTL } from '../config/env.js';
 import { type JwtSigning, JwtSigner } from '../keys/jwt-signer.service.js';
-import { claimsFor, type ClaimsSource, trustEmailSql } from '../oidc/claims.js';
+import { claimsFor, type ClaimsSource, trustEmailSql } from '../users/claims.js';
 import type { IdTokenAlg } from '../clients/client.entity.js';
 
 /** The JOSE type of an ID token: plain JWT (OpenID Connect Core §2 names no other). */

@@ -1,6 +1,5 @@
+import { SCOPE_TOKEN } from '../common/validation/scope-token.js';
 import { invalidScope, invalidRequest } from './oauth-error.js';
-
-const SCOPE_TOKEN = /^[\x21\x23-\x5B\x5D-\x7E]+$/;
 
 /** RFC 6749 §3.3: space-delimited scope tokens; order and duplicates do not matter. */
 export function parseScope(scope: string | undefined): string[] | null {

@@ -3,6 +3,7 @@ import { ClientsModule } from '../clients/clients.module.js';
 import { GrantRetention } from '../grants/grant-retention.js';
 import { GrantsModule } from '../grants/grants.module.js';
 import { RevokedGrantsModule } from '../grants/revoked-grants.module.js';
+import { HousekeepingModule } from '../database/housekeeping.module.js';
 import { IdentityProvidersModule } from '../identity-providers/identity-providers.module.js';
 import { KeysModule } from '../keys/keys.module.js';
 import { AccessTokens } from './access-tokens.service.js';
@@ -17,17 +18,17 @@ import { DeviceCodeGrant } from './grants/device-code.grant.js';
 import { RefreshTokenGrant } from './grants/refresh-token.grant.js';
 import { IdTokenHints } from './id-token-hints.js';
 import { IdTokens } from './id-tokens.js';
-import { HousekeepingService } from './housekeeping.service.js';
 import { IdentityTokenController } from './identity-token.controller.js';
 import { MetadataController } from './metadata.controller.js';
 import { TokenInspectionController } from './token-inspection.controller.js';
 import { TokenInspectionService } from './token-inspection.service.js';
 import { TokenController } from './token.controller.js';
+import { TokenRetention } from './token-retention.js';
 import { TokenService } from './token.service.js';
 import { UserTokenIssuer } from './user-token-issuer.js';
 
 @Module({
-  imports: [ClientsModule, GrantsModule, IdentityProvidersModule, KeysModule, RevokedGrantsModule],
+  imports: [ClientsModule, GrantsModule, HousekeepingModule, IdentityProvidersModule, KeysModule, RevokedGrantsModule],
   controllers: [TokenController, TokenInspectionController, MetadataController, IdentityTokenController],
   providers: [
     AccessTokens,
@@ -40,14 +41,14 @@ import { UserTokenIssuer } from './user-token-issuer.js';
     DeviceCodeRetention,
     DeviceCodesRepository,
     GrantRetention,
-    HousekeepingService,
     IdTokenHints,
     IdTokens,
     RefreshTokenGrant,
     TokenInspectionService,
+    TokenRetention,
     TokenService,
     UserTokenIssuer,
   ],
-  exports: [AccessTokens, AuthorizationCodeIssuer, ClientAuthentication, DeviceCodesRepository, HousekeepingService, IdTokenHints],
+  exports: [AccessTokens, AuthorizationCodeIssuer, ClientAuthentication, DeviceCodesRepository, IdTokenHints],
 })
 export class TokenModule {}

@@ -102,4 +102,17 @@ export class LoginThrottle {
     this.events.emit('user.unlocked', { reason: 'cli', username, clearedSlowDowns: deleted });
     return deleted;
   }
+
+  /**
+   * Slow-downs with no failure for a day, every key's (login_failures holds the user codes'
+   * too: their throttle writes by this table's rule). Up to `limit` rows; returns how many were
+   * deleted (a housekeeping purge).
+   */
+  async purgeExpired(limit: number): Promise<number> {
+    const [, deleted]: [unknown, number] = await this.dataSource.query(
+      `DELETE FROM login_failures WHERE ctid IN (SELECT ctid FROM login_failures WHERE last_failure_at < now() - interval '1 day' LIMIT $1)`,
+      [limit],
+    );
+    return deleted;
+  }
 }

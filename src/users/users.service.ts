@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import type { QueryDeepPartialEntity, Repository } from 'typeorm';
-import { conflict, invalidInput, isUniqueViolation, notFound } from '../common/errors/app-error.js';
+import { conflict, foundOr, invalidInput, isUniqueViolation } from '../common/errors/app-error.js';
 import { SecurityEvents } from '../common/logging/security-events.js';
 import { validateInput } from '../common/validation/validate-input.js';
 import { SignOutsRepository } from '../grants/sign-outs.repository.js';
@@ -89,9 +89,7 @@ export class UsersService {
   /** The user with this username; not_found otherwise. */
   async require(username: string): Promise<UserEntity> {
     // A name no user can have (control characters, too long) is unknown without a query.
-    const user = isPlausibleLogin(username, '') ? await this.findByUsername(username) : null;
-    if (!user) throw notFound(`no user named "${username}"`);
-    return user;
+    return foundOr(isPlausibleLogin(username, '') ? await this.findByUsername(username) : null, `no user named "${username}"`);
   }
 
   private changeAndSignOut(id: string, changes: QueryDeepPartialEntity<UserEntity>): Promise<SignedOutUser> {

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ensureDatabase, type EmbeddedPostgres, startEmbeddedPostgres } from '../../src/database/embedded-postgres.js';
-import { HousekeepingService } from '../../src/token/housekeeping.service.js';
+import { HousekeepingService } from '../../src/database/housekeeping.service.js';
 import { clientToken, PUBLISH_SCOPE, type PublishBody, publish, SUBSCRIBE_SCOPE, validNotification } from '../factories/notification.factory.js';
 import { DEVICE_GRANT, pollDeviceToken, startDeviceAuthorization } from '../factories/device-flow.factory.js';
 import { createClient, type TestClient } from '../factories/oauth.factory.js';

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import * as oidc from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HousekeepingService } from '../../src/token/housekeeping.service.js';
+import { HousekeepingService } from '../../src/database/housekeeping.service.js';
 import {
   authorizationRequest,
   type ConformanceRp,

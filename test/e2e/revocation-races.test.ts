@@ -4,7 +4,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ClientsService } from '../../src/clients/clients.service.js';
 import { PgListener } from '../../src/database/pg-listener.service.js';
 import { KeysService } from '../../src/keys/keys.service.js';
-import { HousekeepingService } from '../../src/token/housekeeping.service.js';
+import { HousekeepingService } from '../../src/database/housekeeping.service.js';
 import { SignOutsRepository } from '../../src/grants/sign-outs.repository.js';
 import { UsersService } from '../../src/users/users.service.js';
 import { DEVICE_GRANT, pollDeviceToken, startDeviceAuthorization, verifyDevice } from '../factories/device-flow.factory.js';

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HousekeepingService } from '../../src/token/housekeeping.service.js';
+import { HousekeepingService } from '../../src/database/housekeeping.service.js';
 import { freePort } from '../setup/free-port.js';
 import { createClient, createUser, type TestClient } from '../factories/oauth.factory.js';
 import {

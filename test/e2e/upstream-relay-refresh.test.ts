@@ -2,7 +2,7 @@ import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ClientsService } from '../../src/clients/clients.service.js';
 import { IdentityProvidersService } from '../../src/identity-providers/identity-providers.service.js';
-import { HousekeepingService } from '../../src/token/housekeeping.service.js';
+import { HousekeepingService } from '../../src/database/housekeeping.service.js';
 import type { TestClient } from '../factories/oauth.factory.js';
 import { issueState } from '../factories/state.factory.js';
 import { credentials, postForm, storedHash } from '../factories/token-flow.factory.js';

@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { RequestDeadlineError } from '../../src/common/errors/temporarily-unavailable.js';
 import { DeviceVerificationService } from '../../src/device-flow/device-verification.service.js';
-import { UpstreamCallbackService } from '../../src/identity-providers/callback/upstream-callback.service.js';
+import { UpstreamCallbackService } from '../../src/upstream-callback/upstream-callback.service.js';
 import { LoginService } from '../../src/oauth-helper/login.service.js';
 import { LogoutService } from '../../src/oidc/logout.service.js';
 import { startTestApp, type TestApp } from '../setup/test-app.js';

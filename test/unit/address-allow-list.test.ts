@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { InvalidAllowListEntry, parseAddressAllowList } from '../../src/metrics/address-allow-list.js';
+import { InvalidAllowListEntry, parseAddressAllowList } from '../../src/common/http/address-allow-list.js';
 
 describe('parseAddressAllowList', () => {
   const allowed = parseAddressAllowList(' 10.0.0.0/8, 192.0.2.7 ,2001:db8::/32, ::1, ::ffff:198.51.100.0/120');

@@ -1,29 +1,32 @@
 import { Command, CommandRunner, Option } from 'nest-commander';
 import { readJsonLines } from '../../common/cli/json-lines.js';
 import { optionsFromRecord } from '../../common/cli/options-from-record.js';
-import { collect, printJson } from '../../common/cli/output.js';
+import { printJson } from '../../common/cli/output.js';
 import { AppError, conflict, invalidInput } from '../../common/errors/app-error.js';
 import { LOCAL_SIGN_IN } from '../../identity-providers/identity-provider.entity.js';
-import { CLIENT_HEARTBEAT_SECONDS, DEVICE_CODE_GRANT, ID_TOKEN_ALGS, resolveGrantAlias } from '../client.entity.js';
+import { CLIENT_HEARTBEAT_SECONDS, DEVICE_CODE_GRANT, ID_TOKEN_ALGS } from '../client.entity.js';
 import { ClientsService, DEFAULT_GRANTS, type NewClientInput } from '../clients.service.js';
 import type { CreateClientDto } from '../dto/create-client.dto.js';
-import { HEARTBEAT_FLAGS, heartbeatSetting, parseHeartbeat } from './heartbeat-option.js';
-import { SCOPE_DESCRIPTION_FLAGS, scopeDescriptionsOption } from './scope-description-option.js';
+import { type ClientOptions, SharedClientOptions } from './client-options.js';
+import { heartbeatSetting } from './heartbeat-option.js';
+import { scopeDescriptionsOption } from './scope-description-option.js';
 
-interface Options {
-  name?: string;
-  grant?: string[];
-  redirect?: string[];
-  scope?: string[];
-  scopeDescription?: string[];
-  signIn?: string[];
-  public?: boolean;
-  postLogoutRedirect?: string[];
-  idTokenAlg?: string;
-  heartbeat?: number | string;
+interface Options extends ClientOptions {
   file?: string;
 }
 
+@SharedClientOptions({
+  name: 'unique display name (required without --file)',
+  grant: `grant type, repeatable (default: ${DEFAULT_GRANTS.join(' ')}; device_code stands for ${DEVICE_CODE_GRANT})`,
+  redirect: 'allowed redirect URL or private-range pattern, repeatable',
+  scope: 'allowed scope, repeatable',
+  scopeDescription: 'what the approval page shows for a scope of --scope instead of its name, repeatable (at most 200 characters)',
+  signIn: `how its users sign in, repeatable: ${LOCAL_SIGN_IN} (portal users with a password) or an identity provider's name (default: ${LOCAL_SIGN_IN})`,
+  public: 'a public client (an app on a phone or in a browser): no secret, it names itself with client_id and must use PKCE',
+  postLogoutRedirect: 'where logout may send the browser back to: an exact https URL (http only on loopback), repeatable',
+  idTokenAlg: `what its ID tokens are signed with: ${ID_TOKEN_ALGS.join(' or ')} (default: RS256)`,
+  heartbeat: `seconds between pings on its notification streams (${CLIENT_HEARTBEAT_SECONDS.min} to ${CLIENT_HEARTBEAT_SECONDS.max}), for links where each ping costs (default: the instance's WS_HEARTBEAT_INTERVAL)`,
+})
 @Command({
   name: 'client:create',
   description: 'register a client, or with --file one per JSON line, and print its secret (shown only this once; a --public client has none)',
@@ -74,59 +77,6 @@ export class ClientCreateCommand extends CommandRunner {
       const line = checked.find((dto) => failure.message.includes(`"${dto.name}"`));
       throw conflict(`${line ? `line ${lineOfName.get(line.name.toLowerCase())}: ` : ''}${failure.message}; no client was created`);
     }
-  }
-
-  @Option({ flags: '--name <name>', description: 'unique display name (required without --file)' })
-  parseName(value: string) {
-    return value;
-  }
-
-  @Option({ flags: '--grant <grant>', description: `grant type, repeatable (default: ${DEFAULT_GRANTS.join(' ')}; device_code stands for ${DEVICE_CODE_GRANT})` })
-  parseGrant(value: string, previous?: string[]) {
-    return collect(resolveGrantAlias(value), previous);
-  }
-
-  @Option({ flags: '--redirect <pattern>', description: 'allowed redirect URL or private-range pattern, repeatable' })
-  parseRedirect(value: string, previous?: string[]) {
-    return collect(value, previous);
-  }
-
-  @Option({ flags: '--scope <scope>', description: 'allowed scope, repeatable' })
-  parseScope(value: string, previous?: string[]) {
-    return collect(value, previous);
-  }
-
-  @Option({ flags: SCOPE_DESCRIPTION_FLAGS, description: 'what the approval page shows for a scope of --scope instead of its name, repeatable (at most 200 characters)' })
-  parseScopeDescription(value: string, previous?: string[]) {
-    return collect(value, previous);
-  }
-
-  @Option({ flags: '--sign-in <method>', description: `how its users sign in, repeatable: ${LOCAL_SIGN_IN} (portal users with a password) or an identity provider's name (default: ${LOCAL_SIGN_IN})` })
-  parseSignIn(value: string, previous?: string[]) {
-    return collect(value, previous);
-  }
-
-  @Option({ flags: '--public', description: 'a public client (an app on a phone or in a browser): no secret, it names itself with client_id and must use PKCE' })
-  parsePublic() {
-    return true;
-  }
-
-  @Option({ flags: '--post-logout-redirect <url>', description: 'where logout may send the browser back to: an exact https URL (http only on loopback), repeatable' })
-  parsePostLogoutRedirect(value: string, previous?: string[]) {
-    return collect(value, previous);
-  }
-
-  @Option({ flags: '--id-token-alg <alg>', description: `what its ID tokens are signed with: ${ID_TOKEN_ALGS.join(' or ')} (default: RS256)` })
-  parseIdTokenAlg(value: string) {
-    return value;
-  }
-
-  @Option({
-    flags: HEARTBEAT_FLAGS,
-    description: `seconds between pings on its notification streams (${CLIENT_HEARTBEAT_SECONDS.min} to ${CLIENT_HEARTBEAT_SECONDS.max}), for links where each ping costs (default: the instance's WS_HEARTBEAT_INTERVAL)`,
-  })
-  parseHeartbeat(value: string) {
-    return parseHeartbeat(value);
   }
 
   @Option({

@@ -1,11 +1,9 @@
 import { ArrayMinSize, ArrayUnique, IsArray, IsIn, IsString, Matches, MaxLength, MinLength, ValidateBy } from 'class-validator';
+import { SCOPE_TOKEN } from '../../common/validation/scope-token.js';
 import { PlainText } from '../../common/validation/storable-text.js';
 import { CLIENT_HEARTBEAT_SECONDS, GRANT_TYPES, type GrantType, ID_TOKEN_ALGS, type IdTokenAlg, TOKEN_ENDPOINT_AUTH_METHODS, type TokenEndpointAuthMethod } from '../client.entity.js';
 import { IsPostLogoutRedirect, IsRedirectPattern } from '../url-validators.js';
 import { IsScopeDescriptions } from '../is-scope-descriptions.decorator.js';
-
-/** RFC 6749 §3.3 scope-token: printable ASCII except space, `"` and `\`. */
-export const SCOPE_TOKEN = /^[\x21\x23-\x5B\x5D-\x7E]+$/;
 
 /** A client's own heartbeat: whole seconds within CLIENT_HEARTBEAT_SECONDS, or null for the instance's WS_HEARTBEAT_INTERVAL. */
 const IsClientHeartbeat = () =>

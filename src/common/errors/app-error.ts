@@ -16,5 +16,11 @@ export const notFound = (message: string) => new AppError('not_found', message);
 export const conflict = (message: string) => new AppError('conflict', message);
 export const invalidInput = (message: string) => new AppError('invalid_input', message);
 
+/** What a lookup found, or not_found with `message`: the one rule of every registry's `require`. */
+export function foundOr<T>(found: T | null | undefined, message: string): T {
+  if (found === null || found === undefined) throw notFound(message);
+  return found;
+}
+
 /** PostgreSQL unique_violation: lets repositories turn a race into a clear conflict. */
 export const isUniqueViolation = (error: unknown) => (error as { code?: string })?.code === '23505';

@@ -1,5 +1,5 @@
 import { ArrayMinSize, ArrayUnique, IsArray, IsBoolean, IsIn, IsOptional, IsString, Matches, MaxLength, MinLength } from 'class-validator';
-import { SCOPE_TOKEN } from '../../clients/dto/create-client.dto.js';
+import { SCOPE_TOKEN } from '../../common/validation/scope-token.js';
 import { PlainText, WellFormedText } from '../../common/validation/storable-text.js';
 import { IDP_MODES, type IdpMode, LOCAL_SIGN_IN } from '../identity-provider.entity.js';
 

@@ -1,5 +1,5 @@
 import { Injectable, type OnModuleInit } from '@nestjs/common';
-import { HousekeepingService } from '../../token/housekeeping.service.js';
+import { HousekeepingService } from '../../database/housekeeping.service.js';
 import { NotificationsRepository } from './notifications.repository.js';
 
 /** NOTIFICATION_RETENTION is enforced: expired notifications are deleted with the other expired rows, in batches. */

@@ -1,3 +1,4 @@
+import { Injectable } from '@nestjs/common';
 import { Command } from 'nest-commander';
 import { printJson } from '../../common/cli/output.js';
 import { readNewSecret } from '../../common/cli/read-new-secret.js';
@@ -23,19 +24,32 @@ export class UserSetPasswordCommand extends UsernameCommand {
   }
 }
 
+/**
+ * user:disable and user:enable: one UsersService call on the named user, its answer printed.
+ * Each command is its own class (nest-commander registers a command per class); what they do is written here once.
+ */
+@Injectable()
+abstract class UserStatusCommand extends UsernameCommand {
+  constructor(protected readonly users: UsersService) {
+    super();
+  }
+
+  protected abstract change(username: string): Promise<unknown>;
+
+  async run(args: string[], options: UsernameOptions): Promise<void> {
+    printJson(await this.change(this.usernameOf(args, options)));
+  }
+}
+
 @Command({
   name: 'user:disable',
   arguments: '[username]',
   argsDescription: { username: DEPRECATED_USERNAME },
   description: 'refuse the user at every sign-in and sign their devices out, until user:enable',
 })
-export class UserDisableCommand extends UsernameCommand {
-  constructor(private readonly users: UsersService) {
-    super();
-  }
-
-  async run(args: string[], options: UsernameOptions): Promise<void> {
-    printJson(await this.users.disable(this.usernameOf(args, options)));
+export class UserDisableCommand extends UserStatusCommand {
+  protected change(username: string) {
+    return this.users.disable(username);
   }
 }
 
@@ -45,12 +59,8 @@ export class UserDisableCommand extends UsernameCommand {
   argsDescription: { username: DEPRECATED_USERNAME },
   description: 'let a disabled user sign in again (their devices sign in anew)',
 })
-export class UserEnableCommand extends UsernameCommand {
-  constructor(private readonly users: UsersService) {
-    super();
-  }
-
-  async run(args: string[], options: UsernameOptions): Promise<void> {
-    printJson(await this.users.enable(this.usernameOf(args, options)));
+export class UserEnableCommand extends UserStatusCommand {
+  protected change(username: string) {
+    return this.users.enable(username);
   }
 }

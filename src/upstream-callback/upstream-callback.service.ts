@@ -1,25 +1,25 @@
 import { Injectable } from '@nestjs/common';
-import type { HtmlPage } from '../../common/html/html-reply.js';
-import { messagePage } from '../../common/html/page-layout.js';
-import type { AnswerDeadline } from '../../common/http/request-deadlines.js';
-import type { Requester } from '../../common/http/requester.js';
-import { SecurityEvents } from '../../common/logging/security-events.js';
-import { DeviceVerificationService } from '../../device-flow/device-verification.service.js';
-import { LoginService } from '../../oauth-helper/login.service.js';
-import type { AuthorizeOutcome } from '../../oauth-helper/sign-in-links.js';
-import { displayNameOf, type UpstreamProfile } from '../../users/user.entity.js';
-import { UsersService } from '../../users/users.service.js';
-import { type CallbackResult, UpstreamSignIn } from '../upstream-sign-in.service.js';
-import { sessionContext, UpstreamSessionsRepository } from '../upstream-sessions.repository.js';
-import type { SignInPurpose } from '../upstream-sign-ins.repository.js';
-import { UpstreamVault } from '../upstream-vault.js';
-import { RelayService } from '../relay.service.js';
-import { SignInConfirmations } from '../sign-in-confirmations.js';
-import { ACCOUNT_DISABLED } from '../sign-in-messages.js';
-import { ClientsService } from '../../clients/clients.service.js';
-import { Metrics } from '../../metrics/metrics.service.js';
-import { issuedAfterStamp } from '../../grants/revocations.js';
-import { ENDED_SIGN_IN } from '../ended-sign-in.js';
+import type { HtmlPage } from '../common/html/html-reply.js';
+import { messagePage } from '../common/html/page-layout.js';
+import type { AnswerDeadline } from '../common/http/request-deadlines.js';
+import type { Requester } from '../common/http/requester.js';
+import { SecurityEvents } from '../common/logging/security-events.js';
+import { DeviceVerificationService } from '../device-flow/device-verification.service.js';
+import { LoginService } from '../oauth-helper/login.service.js';
+import type { AuthorizeOutcome } from '../oauth-helper/sign-in-links.js';
+import { displayNameOf, type UpstreamProfile } from '../users/user.entity.js';
+import { UsersService } from '../users/users.service.js';
+import { type CallbackResult, UpstreamSignIn } from '../identity-providers/upstream-sign-in.service.js';
+import { sessionContext, UpstreamSessionsRepository } from '../identity-providers/upstream-sessions.repository.js';
+import type { SignInPurpose } from '../identity-providers/upstream-sign-ins.repository.js';
+import { UpstreamVault } from '../identity-providers/upstream-vault.js';
+import { RelayService } from '../identity-providers/relay.service.js';
+import { SignInConfirmations } from '../identity-providers/sign-in-confirmations.js';
+import { ACCOUNT_DISABLED } from '../identity-providers/sign-in-messages.js';
+import { ClientsService } from '../clients/clients.service.js';
+import { Metrics } from '../metrics/metrics.service.js';
+import { issuedAfterStamp } from '../grants/revocations.js';
+import { ENDED_SIGN_IN } from '../identity-providers/ended-sign-in.js';
 
 /**
  * What GET /sso/callback/NAME answers: a redirect, or a page; with a form, the device flow's

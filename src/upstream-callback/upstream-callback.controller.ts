@@ -1,13 +1,13 @@
 import { Controller, Get, Param, Req, Res } from '@nestjs/common';
 import { ApiOperation, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { RETRY_AFTER_HEADER } from '../../common/errors/api-error-response.decorator.js';
-import { ApiHtmlResponse } from '../../common/html/api-html-response.decorator.js';
-import { newCsrfToken, sendHtmlPage, sendPlainPage } from '../../common/html/html-reply.js';
-import { type AnswerDeadline, Deadline } from '../../common/http/request-deadlines.js';
-import { requesterOf } from '../../common/http/requester.js';
-import { sendDevicePage } from '../../device-flow/device-verification.controller.js';
-import { browserBinding } from '../upstream-browser.js';
+import { RETRY_AFTER_HEADER } from '../common/errors/api-error-response.decorator.js';
+import { ApiHtmlResponse } from '../common/html/api-html-response.decorator.js';
+import { newCsrfToken, sendHtmlPage, sendPlainPage } from '../common/html/html-reply.js';
+import { type AnswerDeadline, Deadline } from '../common/http/request-deadlines.js';
+import { requesterOf } from '../common/http/requester.js';
+import { sendDevicePage } from '../device-flow/device-verification.controller.js';
+import { browserBinding } from '../identity-providers/upstream-browser.js';
 import { UpstreamCallbackService } from './upstream-callback.service.js';
 
 @ApiTags('identity providers')

@@ -1,9 +1,9 @@
 import { Module } from '@nestjs/common';
-import { ClientsModule } from '../../clients/clients.module.js';
-import { DeviceFlowModule } from '../../device-flow/device-flow.module.js';
-import { OAuthHelperModule } from '../../oauth-helper/oauth-helper.module.js';
-import { UsersModule } from '../../users/users.module.js';
-import { IdentityProvidersModule } from '../identity-providers.module.js';
+import { ClientsModule } from '../clients/clients.module.js';
+import { DeviceFlowModule } from '../device-flow/device-flow.module.js';
+import { OAuthHelperModule } from '../oauth-helper/oauth-helper.module.js';
+import { UsersModule } from '../users/users.module.js';
+import { IdentityProvidersModule } from '../identity-providers/identity-providers.module.js';
 import { UpstreamCallbackController } from './upstream-callback.controller.js';
 import { UpstreamCallbackService } from './upstream-callback.service.js';
 

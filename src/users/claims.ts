@@ -1,4 +1,4 @@
-import type { UserEntity } from '../users/user.entity.js';
+import type { UserEntity } from './user.entity.js';
 
 /**
  * The OpenID Connect claims about a user, per scope (OpenID Connect Core §5.4), for userinfo and

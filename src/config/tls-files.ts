@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { createSecureContext } from 'node:tls';
-import { type Env, InvalidConfigError } from '../../config/env.js';
+import { type Env, InvalidConfigError } from './env.js';
 
 export interface TlsFiles {
   cert: Buffer;
