@@ -466,6 +466,25 @@ describe('the CLI itself', () => {
     }
   });
 
+  it("writes through its command line's streams only, never the test process's own", async () => {
+    const written = [vi.spyOn(process.stdout, 'write'), vi.spyOn(process.stderr, 'write')];
+    try {
+      const runs = [
+        await runCli(['--help']),
+        await runCli([]),
+        await runCli(['client:list', '--format', 'table']),
+        await runCli(['client:show', UNKNOWN_ID]),
+        await runCli(['client:disable', beta.client_id]),
+        await runCli(['client:enable', beta.client_id]),
+      ];
+      expect(runs.map((run) => run.code)).toEqual([0, 1, 0, 1, 0, 0]);
+      expect(runs.every((run) => run.stdout !== '' || run.stderr !== '')).toBe(true);
+      for (const spy of written) expect(spy).not.toHaveBeenCalled();
+    } finally {
+      for (const spy of written) spy.mockRestore();
+    }
+  });
+
   it('fails naming the variable when the configuration is invalid', async () => {
     expectFailure(await runCli(['client:list'], { env: { PORT: 'abc' } }), /^error: Invalid configuration: PORT must be an integer number \(got "abc"\)$/m);
   });
