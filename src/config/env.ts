@@ -1,6 +1,7 @@
 import 'reflect-metadata';
-import { existsSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { existsSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { parseEnv } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { plainToInstance, Transform } from 'class-transformer';
 import ipaddr from 'ipaddr.js';
@@ -455,6 +456,20 @@ const envKeys = () =>
 
 /** The process environment, after reading `.env` when present (variables already set win). */
 export function loadProcessEnv(): Env {
-  if (existsSync('.env')) process.loadEnvFile('.env');
-  return loadEnv(process.env);
+  return loadEnvWithFile(process.env);
+}
+
+/**
+ * `variables` after reading `.env` in `folder` (the working directory when absent), when it is
+ * there; variables already set win. The process environment takes the file in (Node's own
+ * reader), so the processes it starts see it too; other variables (a test's) are left as given.
+ */
+export function loadEnvWithFile(variables: Record<string, string | undefined>, folder?: string): Env {
+  const file = folder === undefined ? '.env' : join(folder, '.env');
+  if (!existsSync(file)) return loadEnv(variables);
+  if (variables === process.env) {
+    process.loadEnvFile(file);
+    return loadEnv(process.env);
+  }
+  return loadEnv({ ...parseEnv(readFileSync(file, 'utf8')), ...variables });
 }

@@ -4,9 +4,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../setup/free-port.js';
-import { runCli } from '../setup/processes.js';
+import { runCli, runCliProcess } from '../setup/processes.js';
 
-/** Help is answered from the commands' definitions: no database is started, opened or even reached. */
+/**
+ * Help is answered from the commands' definitions: no database is started, opened or even reached,
+ * neither by a command line run in the test's process nor by the CLI's own process.
+ */
 let cwd: string;
 let dataDir: string;
 let listener: Server;
@@ -60,6 +63,15 @@ describe.each([
     const unknown = await runCli(['client:frobnicate'], { cwd, env: env() });
     expect(unknown).toMatchObject({ code: 1, stdout: '' });
     expect(unknown.stderr).toMatch(/unknown command 'client:frobnicate'/);
+  }, 180_000);
+
+  it('as a process too: help on stdout and exit 0, no command on stderr and exit 1', async () => {
+    const help = await runCliProcess(['user:create', '--help'], { cwd, env: env() });
+    expect(help, help.stderr).toMatchObject({ code: 0, signal: null, stderr: '' });
+    expect(help.stdout).toMatch(/^Usage: voyage-connect user:create \[options\]/);
+    const none = await runCliProcess([], { cwd, env: env() });
+    expect(none).toMatchObject({ code: 1, signal: null, stdout: '' });
+    expect(none.stderr).toMatch(/^Usage: voyage-connect/);
   }, 180_000);
 
   it('started nothing: no data folder, no connection', async () => {

@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createTestDatabase, query } from '../setup/database.js';
-import { CLI_TEST_TIMEOUT_MS, type CliResult, runCli as runBuiltCli } from '../setup/processes.js';
+import { CLI_TEST_TIMEOUT_MS, type CliResult, runCli as runBuiltCli, runCliProcess } from '../setup/processes.js';
+import { securityEvents } from '../setup/cli-results.js';
 import { startTestApp } from '../setup/test-app.js';
 
 vi.setConfig({ testTimeout: CLI_TEST_TIMEOUT_MS });
@@ -14,7 +15,7 @@ let databaseUrl: string;
 /** An empty working folder, so a developer's `.env` cannot leak into the CLI's configuration. */
 let cwd: string;
 
-/** The built admin CLI against this file's database, run as operators run it: one process per command. */
+/** The built admin CLI against this file's database, its command lines run inside the test's process (runCli). */
 const runCli = (args: string[], options: { stdin?: string; env?: Record<string, string> } = {}) =>
   runBuiltCli(args, { cwd, stdin: options.stdin, env: { DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn', ...options.env } });
 
@@ -465,6 +466,25 @@ describe('the CLI itself', () => {
     }
   });
 
+  it("writes through its command line's streams only, never the test process's own", async () => {
+    const written = [vi.spyOn(process.stdout, 'write'), vi.spyOn(process.stderr, 'write')];
+    try {
+      const runs = [
+        await runCli(['--help']),
+        await runCli([]),
+        await runCli(['client:list', '--format', 'table']),
+        await runCli(['client:show', UNKNOWN_ID]),
+        await runCli(['client:disable', beta.client_id]),
+        await runCli(['client:enable', beta.client_id]),
+      ];
+      expect(runs.map((run) => run.code)).toEqual([0, 1, 0, 1, 0, 0]);
+      expect(runs.every((run) => run.stdout !== '' || run.stderr !== '')).toBe(true);
+      for (const spy of written) expect(spy).not.toHaveBeenCalled();
+    } finally {
+      for (const spy of written) spy.mockRestore();
+    }
+  });
+
   it('fails naming the variable when the configuration is invalid', async () => {
     expectFailure(await runCli(['client:list'], { env: { PORT: 'abc' } }), /^error: Invalid configuration: PORT must be an integer number \(got "abc"\)$/m);
   });
@@ -558,5 +578,31 @@ describe('the voyage-connect bin, as an operator gets it', () => {
     const list = await runFile(bin, ['client:list']);
     expect(list.code, list.stderr).toBe(0);
     expect(Array.isArray(JSON.parse(list.stdout))).toBe(true);
+  });
+});
+
+describe('the CLI as a process, as the other tests run it inside theirs', () => {
+  const runProcess = (args: string[], options: { stdin?: string; env?: Record<string, string> } = {}) =>
+    runCliProcess(args, { cwd, stdin: options.stdin, env: { DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn', ...options.env } });
+
+  it('reads piped stdin, prints one JSON document, writes the security events on stderr as JSON lines, and exits 0', async () => {
+    const created = parseSuccess<{ username: string }>(await runProcess(['user:create', '--username', 'process-user'], { stdin: 'correct horse battery\n' }));
+    expect(created.username).toBe('process-user');
+    const disabling = await runProcess(['user:disable', '--username', 'process-user']);
+    expect(parseSuccess<{ enabled: boolean }>(disabling).enabled).toBe(false);
+    expect(securityEvents(disabling)).toEqual([expect.objectContaining({ level: 'info', event: 'user.disabled', reason: 'cli', username: 'process-user' })]);
+  });
+
+  it('prints a table with --format table', async () => {
+    const run = await runProcess(['client:show', alpha.client_id, '--format', 'table']);
+    expect(run, run.stderr).toMatchObject({ code: 0, signal: null, stderr: '' });
+    expect(run.stdout).toMatch(/^field\s+value\n/);
+  });
+
+  it('exits 1 with one error line: a refused command, an unknown command, an invalid configuration, an unknown format', async () => {
+    expectFailure(await runProcess(['client:show', UNKNOWN_ID]), new RegExp(UNKNOWN_ID));
+    expectFailure(await runProcess(['client:frobnicate']), /client:frobnicate/);
+    expectFailure(await runProcess(['client:list'], { env: { PORT: 'abc' } }), /^error: Invalid configuration: PORT must be an integer number \(got "abc"\)$/m);
+    expectFailure(await runProcess(['client:list', '--format', 'xml']), /--format must be json or table \(got "xml"\)/);
   });
 });

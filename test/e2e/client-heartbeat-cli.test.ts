@@ -9,7 +9,7 @@ import { CLI_TEST_TIMEOUT_MS, runCli as runBuiltCli } from '../setup/processes.j
 vi.setConfig({ testTimeout: CLI_TEST_TIMEOUT_MS });
 
 // A client's own heartbeat on its notification streams, as operators set it: --heartbeat at
-// client:create and client:update, through the built CLI, one process per command.
+// client:create and client:update, through the built CLI, each command line run in this process (runCli).
 
 let databaseUrl: string;
 let cwd: string;

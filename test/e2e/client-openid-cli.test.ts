@@ -9,7 +9,7 @@ import { CLI_TEST_TIMEOUT_MS, runCli as runBuiltCli } from '../setup/processes.j
 vi.setConfig({ testTimeout: CLI_TEST_TIMEOUT_MS });
 
 // What OpenID Connect needs of a client, as operators set it: public clients, post-logout
-// redirect URLs and the ID token algorithm, through the built CLI, one process per command.
+// redirect URLs and the ID token algorithm, through the built CLI, each command line run in this process (runCli).
 
 let databaseUrl: string;
 let cwd: string;

@@ -8,7 +8,7 @@ import { CLI_TEST_TIMEOUT_MS, runCli as runBuiltCli } from '../setup/processes.j
 
 vi.setConfig({ testTimeout: CLI_TEST_TIMEOUT_MS });
 
-// What the approval page shows for each scope, as operators set it: the built CLI, one process per command.
+// What the approval page shows for each scope, as operators set it: the built CLI, each command line run in this process (runCli).
 
 let databaseUrl: string;
 let cwd: string;

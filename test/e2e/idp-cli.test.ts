@@ -12,8 +12,8 @@ import { startUpstreamProvider, type UpstreamProvider } from '../setup/upstream/
 
 vi.setConfig({ testTimeout: CLI_TEST_TIMEOUT_MS });
 
-// The idp:* commands and --sign-in, run as operators run them (the built CLI, one process per
-// command) against a real OpenID provider (oidc-provider in its own process), whose discovery
+// The idp:* commands and --sign-in, run as operators run them (the built CLI, each command line
+// run in this process by runCli) against a real OpenID provider (oidc-provider in its own process), whose discovery
 // document idp:create fetches and checks.
 
 const FRONTEND_URL = 'https://connect.example.com';

@@ -20,7 +20,7 @@ afterAll(async () => {
   if (cwd) await rm(cwd, { recursive: true, force: true });
 });
 
-/** The built admin CLI against `databaseUrl`, one process per command, with `env` as its only settings. */
+/** The built admin CLI against `databaseUrl`, each command line run in this process (runCli), with `env` as its only settings. */
 const runCli = (databaseUrl: string, args: string[], env: Record<string, string> = {}) =>
   runBuiltCli(args, { cwd, env: { DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn', ...env } });
 

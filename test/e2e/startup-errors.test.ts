@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { seal } from '../../src/keys/key-encryption.js';
 import { query } from '../setup/database.js';
 import { freePort } from '../setup/free-port.js';
-import { runCli, spawnService } from '../setup/processes.js';
+import { runCliProcess, spawnService } from '../setup/processes.js';
 import { startTestApp } from '../setup/test-app.js';
 
 /** Runs the built service with `env` to its exit; its code, everything it wrote, and how long it took. */
@@ -64,7 +64,7 @@ describe('start-up errors', () => {
     expect(result.output).toBe(`${line}\n`);
     expect(existsSync(join(folder, 'postgres'))).toBe(false);
 
-    const cli = await runCli(['user:list'], { env });
+    const cli = await runCliProcess(['user:list'], { env });
     expect(cli.code).toBe(1);
     expect(cli.stderr).toBe(`error: ${line}\n`);
   });
@@ -77,7 +77,7 @@ describe('start-up errors', () => {
     expect(result.output).toMatch(line);
     expect(result.seconds).toBeLessThan(15);
 
-    const cli = await runCli(['user:list'], { env: { DATABASE_URL: databaseUrl } });
+    const cli = await runCliProcess(['user:list'], { env: { DATABASE_URL: databaseUrl } });
     expect(cli.code).toBe(1);
     expect(cli.stderr.replace(/^error: /, '')).toMatch(line);
     expect(cli.stderr).not.toContain('hunter2');
@@ -97,7 +97,7 @@ describe('start-up errors', () => {
     const result = await refusedStart({ DATA_DIR: join(dataDir, 'key'), KEYS_ENCRYPTION_KEY: key, PORT: String(await freePort()) });
     expect(result.code).toBe(1);
     expect(result.output).toBe(`${line}\n`);
-    const cli = await runCli(['user:list'], { env: { KEYS_ENCRYPTION_KEY: key } });
+    const cli = await runCliProcess(['user:list'], { env: { KEYS_ENCRYPTION_KEY: key } });
     expect(cli.stderr).toBe(`error: ${line}\n`);
   });
 

@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { text } from 'node:stream/consumers';
 import { invalidInput } from '../errors/app-error.js';
+import { commandLineIo, commandLinePath } from './command-line-io.js';
 
 /** One non-blank line of a JSON-lines file: its number (from 1) and its value, or why it is not JSON. */
 export type JsonLine = { line: number; value: unknown; error?: undefined } | { line: number; value?: undefined; error: string };
@@ -9,7 +10,7 @@ export type JsonLine = { line: number; value: unknown; error?: undefined } | { l
 export async function readJsonLines(file: string): Promise<JsonLine[]> {
   let content: string;
   try {
-    content = file === '-' ? await text(process.stdin) : await readFile(file, 'utf8');
+    content = file === '-' ? await text(commandLineIo().stdin) : await readFile(commandLinePath(file), 'utf8');
   } catch (error) {
     throw invalidInput(`cannot read ${file}: ${(error as Error).message}`);
   }

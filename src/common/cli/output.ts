@@ -1,22 +1,19 @@
+import { commandLineIo, currentCommandLine, type OutputFormat } from './command-line-io.js';
 import { toTable } from './table.js';
 
-/** How results are printed: JSON for scripts (the default), a table for people. */
-export type OutputFormat = 'json' | 'table';
-
-let format: OutputFormat = 'json';
+export type { OutputFormat } from './command-line-io.js';
 
 /**
  * Takes `--format json|table` out of the arguments (every command has it, so it is read here,
  * before the command's own options); throws for another value.
  */
-export function takeFormatOption(argv: string[]): string[] {
-  const at = argv.findIndex((arg) => arg === '--format' || arg.startsWith('--format='));
-  if (at < 0) return argv;
-  const inline = argv[at].startsWith('--format=');
-  const value = inline ? argv[at].slice('--format='.length) : argv[at + 1];
+export function takeFormatOption(args: string[]): { args: string[]; format: OutputFormat } {
+  const at = args.findIndex((arg) => arg === '--format' || arg.startsWith('--format='));
+  if (at < 0) return { args, format: 'json' };
+  const inline = args[at].startsWith('--format=');
+  const value = inline ? args[at].slice('--format='.length) : args[at + 1];
   if (value !== 'json' && value !== 'table') throw new Error(`--format must be json or table (got ${JSON.stringify(value ?? '')})`);
-  format = value;
-  return [...argv.slice(0, at), ...argv.slice(at + (inline ? 1 : 2))];
+  return { args: [...args.slice(0, at), ...args.slice(at + (inline ? 1 : 2))], format: value };
 }
 
 /**
@@ -24,7 +21,8 @@ export function takeFormatOption(argv: string[]): string[] {
  * a table for people that fits 100 columns, showing only `tableColumns` of a list when given.
  */
 export function printJson(value: unknown, tableColumns?: string[]): void {
-  process.stdout.write(format === 'table' ? `${toTable(value, tableColumns)}\n` : `${JSON.stringify(value, null, 2)}\n`);
+  const text = currentCommandLine().format === 'table' ? `${toTable(value, tableColumns)}\n` : `${JSON.stringify(value, null, 2)}\n`;
+  commandLineIo().stdout.write(text);
 }
 
 /** commander option parser for repeatable flags (`--grant a --grant b`). */

@@ -1,4 +1,5 @@
 import { invalidInput } from '../errors/app-error.js';
+import { commandLineIo } from './command-line-io.js';
 import { readSecretFromStdin } from './read-secret.js';
 
 /**
@@ -7,7 +8,7 @@ import { readSecretFromStdin } from './read-secret.js';
  */
 export async function readNewSecret(prompt: string): Promise<string> {
   const secret = await readSecretFromStdin(`${prompt}: `);
-  if (!process.stdin.isTTY) return secret;
+  if (!commandLineIo().stdin.isTTY) return secret;
   const again = await readSecretFromStdin(`${prompt} again: `);
   if (again !== secret) throw invalidInput('the two entries do not match; nothing was changed');
   return secret;

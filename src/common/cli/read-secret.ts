@@ -1,17 +1,20 @@
+import { commandLineIo } from './command-line-io.js';
+
 /**
  * Reads a secret from stdin: the first line of piped input, or, at a terminal, one line typed
  * without echo.
  */
 export async function readSecretFromStdin(prompt: string): Promise<string> {
-  const stdin = process.stdin;
-  if (!stdin.isTTY) {
+  const { stdin, stderr } = commandLineIo();
+  if (!stdin.isTTY || !stdin.setRawMode) {
     let input = '';
     for await (const chunk of stdin) input += chunk;
     return input.split(/\r?\n/)[0];
   }
   // Echo off before the prompt: an answer typed the moment it shows must not appear on screen.
-  stdin.setRawMode(true);
-  process.stderr.write(prompt);
+  const setRawMode = stdin.setRawMode.bind(stdin);
+  setRawMode(true);
+  stderr.write(prompt);
   stdin.setEncoding('utf8');
   try {
     return await new Promise<string>((resolve, reject) => {
@@ -25,7 +28,7 @@ export async function readSecretFromStdin(prompt: string): Promise<string> {
       };
       const finish = (settle: () => void) => {
         stdin.off('data', onData);
-        process.stderr.write('\n');
+        stderr.write('\n');
         settle();
       };
       stdin.on('data', onData);
@@ -33,7 +36,7 @@ export async function readSecretFromStdin(prompt: string): Promise<string> {
       stdin.resume();
     });
   } finally {
-    stdin.setRawMode(false);
+    setRawMode(false);
     stdin.pause();
   }
 }
