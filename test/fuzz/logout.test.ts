@@ -51,9 +51,13 @@ const submitRequest: fc.Arbitrary<FuzzRequest> = fc.tuple(pageFormPost(SUBMIT, p
   headers: [...(request.headers ?? []).filter(([name]) => name !== 'Cookie'), ['Cookie', cookie] as [string, HeaderValue]],
 }));
 
-/** A form's (or query's) values for `name`, as sent. */
+/** A form's, a JSON body's (the form's fields sent as JSON, which the service reads too) or a query's values for `name`, as sent. */
 function sentValues(request: FuzzRequest, name: string): string[] {
   if (request.body && 'form' in request.body) return request.body.form.filter(([field]) => field === name).map(([, value]) => value);
+  if (request.body && 'json' in request.body) {
+    const value = (request.body.json as Record<string, unknown> | null)?.[name];
+    return (Array.isArray(value) ? value : [value]).filter((item): item is string => typeof item === 'string');
+  }
   if (typeof request.target !== 'string') return [];
   try {
     return new URLSearchParams(request.target.slice(request.target.indexOf('?') + 1)).getAll(name);
