@@ -26,7 +26,7 @@ import { BATCH_PUBLISH_PATH } from './notification/publish/notification.controll
 import { NotificationWsAdapter } from './notification/streams/notification-ws.adapter.js';
 import { StreamAuthorizerService } from './notification/streams/stream-authorizer.service.js';
 import { issuerPathDiscovery } from './oidc/issuer-path-discovery.js';
-import { CLIENT_SECRET_BASIC } from './token/oauth-form-route.decorator.js';
+import { CLIENT_SECRET_BASIC } from './oauth/oauth-form-route.decorator.js';
 
 const BODY_LIMIT = 64 * 1024;
 // A parameter is never longer than the request line, which Node's header size limit bounds; a

@@ -4,8 +4,8 @@ import { HttpExceptionFilter } from './common/errors/http-exception.filter.js';
 import { sendMissingPage, wantsPage } from './common/html/missing-page.js';
 import { isPagePath, PageExceptionFilter } from './common/html/page-exception.filter.js';
 import { allowedMethods } from './common/http/allowed-methods.js';
-import { OAuthError } from './token/oauth-error.js';
-import { OAuthExceptionFilter } from './token/oauth-exception.filter.js';
+import { OAuthError } from './oauth/oauth-error.js';
+import { OAuthExceptionFilter } from './oauth/oauth-exception.filter.js';
 
 /** Paths whose every error, even one raised while reading the body, is an RFC 6749 §5.2 error. */
 const OAUTH_PATHS = ['/sso/token', '/sso/device_authorization', '/sso/introspect', '/sso/revoke', '/sso/userinfo', '/public/api/oauth2/token', '/external/oauth2helper/'];

@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { StartupRefusal } from '../common/errors/startup-refusal.js';
 import { withoutPassword } from '../config/without-password.js';
-import { isDatabaseUnavailable } from './database-unavailable.js';
+import { isDatabaseUnavailable } from '../common/errors/database-unavailable.js';
 
 /** DATABASE_URL does not lead to a database this process can use: one line naming it (without its password) and the fix. */
 export class DatabaseUnreachable extends StartupRefusal {}

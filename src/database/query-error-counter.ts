@@ -1,6 +1,6 @@
 import type { Logger as TypeOrmLogger } from 'typeorm';
 import type { Metrics } from '../metrics/metrics.service.js';
-import { databaseUnavailableReason } from './database-unavailable.js';
+import { databaseUnavailableReason } from '../common/errors/database-unavailable.js';
 
 /**
  * TypeORM's logger, used for one thing: counting statements that failed because PostgreSQL was

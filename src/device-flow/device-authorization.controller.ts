@@ -2,9 +2,9 @@ import { Body, Controller, HttpCode, Post, UseFilters } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { type Requester, RequestedBy } from '../common/http/requester.js';
 import { RequestHeader } from '../common/http/request-header.decorator.js';
-import { NO_STORE_HEADERS } from '../token/api-oauth-error-response.decorator.js';
-import { OAuthExceptionFilter } from '../token/oauth-exception.filter.js';
-import { FORM_INVALID_REQUEST, OAuthFormRoute } from '../token/oauth-form-route.decorator.js';
+import { NO_STORE_HEADERS } from '../oauth/api-oauth-error-response.decorator.js';
+import { OAuthExceptionFilter } from '../oauth/oauth-exception.filter.js';
+import { FORM_INVALID_REQUEST, OAuthFormRoute } from '../oauth/oauth-form-route.decorator.js';
 import { DeviceAuthorizationService } from './device-authorization.service.js';
 import { DeviceAuthorizationRequestDto, DeviceAuthorizationResponseDto } from './dto/device-authorization.dto.js';
 

@@ -5,10 +5,10 @@ import { randomToken, sha256 } from '../common/crypto/opaque-token.js';
 import { Env } from '../config/env.js';
 import { Metrics } from '../metrics/metrics.service.js';
 import { ClientAuthentication } from '../token/client-authentication.js';
-import { DeviceCodesRepository } from '../token/device-codes.repository.js';
-import { OAuthError } from '../token/oauth-error.js';
-import { readFormBody } from '../token/oauth-params.js';
-import { assertScopeAllowed, formatScope, parseScope, userGrantScopes } from '../token/scope.js';
+import { DeviceCodesRepository } from '../codes/device-codes.repository.js';
+import { OAuthError } from '../oauth/oauth-error.js';
+import { readFormBody } from '../oauth/oauth-params.js';
+import { assertScopeAllowed, formatScope, parseScope, userGrantScopes } from '../oauth/scope.js';
 import { displayUserCode, generateUserCode } from './user-code.js';
 
 /** RFC 8628 §3.2. */

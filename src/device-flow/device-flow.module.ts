@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { ClientsModule } from '../clients/clients.module.js';
+import { CodesModule } from '../codes/codes.module.js';
 import { IdentityProvidersModule } from '../identity-providers/identity-providers.module.js';
 import { OAuthHelperModule } from '../oauth-helper/oauth-helper.module.js';
 import { SessionsModule } from '../sessions/sessions.module.js';
@@ -17,7 +18,7 @@ import { UserCodeThrottle } from './user-code-throttle.service.js';
  * device grant lives with the other grants.
  */
 @Module({
-  imports: [ClientsModule, IdentityProvidersModule, OAuthHelperModule, SessionsModule, TokenModule, UsersModule],
+  imports: [ClientsModule, CodesModule, IdentityProvidersModule, OAuthHelperModule, SessionsModule, TokenModule, UsersModule],
   controllers: [DeviceAuthorizationController, DeviceVerificationController],
   providers: [DeviceAuthorizationService, DeviceVerificationService, UserCodeThrottle],
   exports: [DeviceVerificationService],

@@ -3,7 +3,7 @@ import { ApiBody, ApiConsumes, ApiOperation, ApiQuery, ApiResponse, ApiTags } fr
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { RETRY_AFTER_HEADER } from '../common/errors/api-error-response.decorator.js';
 import { ApiHtmlResponse } from '../common/html/api-html-response.decorator.js';
-import { bindBrowser } from '../identity-providers/upstream-browser.js';
+import { bindBrowser } from '../identity-providers/sign-in/upstream-browser.js';
 import { requesterOf } from '../common/http/requester.js';
 import { csrfCookieValue, newCsrfToken, pageCsrfToken, sendHtmlPage } from '../common/html/html-reply.js';
 import { sessionCookie, setSessionCookie } from '../sessions/session-cookie.js';

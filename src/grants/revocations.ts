@@ -1,4 +1,4 @@
-import { OPENID_SCOPES } from '../token/scope.js';
+import { OPENID_SCOPES } from '../oauth/scope.js';
 
 /**
  * The revocation model: what can be revoked, and the one rule every revocation follows.

@@ -2,16 +2,16 @@ import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { IdentityProviderEntity } from './identity-provider.entity.js';
 import { IdentityProvidersService } from './identity-providers.service.js';
-import { RelayHandOversRepository } from './relay-hand-overs.repository.js';
-import { RelayService } from './relay.service.js';
-import { RelayedTokensRepository } from './relayed-tokens.repository.js';
-import { SignInConfirmations } from './sign-in-confirmations.js';
+import { RelayHandOversRepository } from './relay/relay-hand-overs.repository.js';
+import { RelayService } from './relay/relay.service.js';
+import { RelayedTokensRepository } from './relay/relayed-tokens.repository.js';
+import { SignInConfirmations } from './sign-in/sign-in-confirmations.js';
 import { SignInMethods } from './sign-in-methods.service.js';
 import { UpstreamClients } from './upstream-clients.service.js';
-import { UpstreamSignIn } from './upstream-sign-in.service.js';
-import { UpstreamSignInsRepository } from './upstream-sign-ins.repository.js';
-import { UpstreamRecheck } from './upstream-recheck.service.js';
-import { UpstreamSessionsRepository } from './upstream-sessions.repository.js';
+import { UpstreamSignIn } from './sign-in/upstream-sign-in.service.js';
+import { UpstreamSignInsRepository } from './sign-in/upstream-sign-ins.repository.js';
+import { UpstreamRecheck } from './sign-in/upstream-recheck.service.js';
+import { UpstreamSessionsRepository } from './sign-in/upstream-sessions.repository.js';
 import { UpstreamVault } from './upstream-vault.js';
 
 /**

@@ -1,9 +1,9 @@
 import { Injectable, type OnModuleInit } from '@nestjs/common';
 import { HousekeepingService } from '../database/housekeeping.service.js';
-import { RelayHandOversRepository } from './relay-hand-overs.repository.js';
-import { RelayedTokensRepository } from './relayed-tokens.repository.js';
-import { UpstreamSessionsRepository } from './upstream-sessions.repository.js';
-import { UpstreamSignInsRepository } from './upstream-sign-ins.repository.js';
+import { RelayHandOversRepository } from './relay/relay-hand-overs.repository.js';
+import { RelayedTokensRepository } from './relay/relayed-tokens.repository.js';
+import { UpstreamSessionsRepository } from './sign-in/upstream-sessions.repository.js';
+import { UpstreamSignInsRepository } from './sign-in/upstream-sign-ins.repository.js';
 
 /**
  * Signing in through identity providers leaves rows behind, deleted in the housekeeping rounds:

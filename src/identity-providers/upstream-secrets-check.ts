@@ -3,7 +3,7 @@ import { InjectRepository } from '@nestjs/typeorm';
 import type { Repository } from 'typeorm';
 import { StartupRefusal } from '../common/errors/startup-refusal.js';
 import { IdentityProviderEntity, secretContext } from './identity-provider.entity.js';
-import { sessionContext, UpstreamSessionsRepository } from './upstream-sessions.repository.js';
+import { sessionContext, UpstreamSessionsRepository } from './sign-in/upstream-sessions.repository.js';
 import { UpstreamVault, UpstreamVaultError } from './upstream-vault.js';
 
 /** KEYS_ENCRYPTION_KEY cannot open what the identity providers entrusted to the service. */

@@ -4,7 +4,7 @@ import { errorDescription } from '../common/errors/error-description.js';
 import { Env } from '../config/env.js';
 import { InvalidJwt } from '../keys/jwt-signer.service.js';
 import { type AccessTokenClaims, AccessTokens } from '../token/access-tokens.service.js';
-import { userGrantScopes } from '../token/scope.js';
+import { userGrantScopes } from '../oauth/scope.js';
 
 /** RFC 6750 §3.1 error codes. */
 export type BearerErrorCode = 'invalid_request' | 'invalid_token' | 'insufficient_scope';

@@ -1,7 +1,7 @@
 import { Injectable, type OnApplicationShutdown } from '@nestjs/common';
 import { NotifiedIdSet } from '../database/notified-id-set.js';
 import { PgListener } from '../database/pg-listener.service.js';
-import { AuthorizationCodeIssuer, STATE_APPROVED_CHANNEL } from '../token/authorization-code-issuer.js';
+import { AuthorizationCodeIssuer, STATE_APPROVED_CHANNEL } from '../codes/authorization-code-issuer.js';
 
 /**
  * Which states have a code waiting for their polling device, known on every instance, so the

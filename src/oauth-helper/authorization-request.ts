@@ -1,10 +1,10 @@
 import type { ClientEntity } from '../clients/client.entity.js';
 import { isAppRedirectAllowed, readRedirectUrl } from '../clients/redirect-pattern.js';
 import type { IdTokenHint } from '../token/id-token-hints.js';
-import { OAuthError } from '../token/oauth-error.js';
-import { type OAuthParams, readOAuthParams } from '../token/oauth-params.js';
-import { S256_CHALLENGE } from '../token/pkce.js';
-import { parseScope, userGrantScopes } from '../token/scope.js';
+import { OAuthError } from '../oauth/oauth-error.js';
+import { type OAuthParams, readOAuthParams } from '../oauth/oauth-params.js';
+import { S256_CHALLENGE } from '../oauth/pkce.js';
+import { parseScope, userGrantScopes } from '../oauth/scope.js';
 
 /** RFC 6749 §4.1.2.1 and OpenID Connect Core §3.1.2.6: what an authorization request can be refused with at its redirect_uri. */
 export type AuthorizationErrorCode =

@@ -3,9 +3,9 @@ import { ApiOkResponse, ApiOperation, ApiParam, ApiQuery, ApiResponse, ApiTags }
 import type { FastifyReply } from 'fastify';
 import { RETRY_AFTER_HEADER } from '../common/errors/api-error-response.decorator.js';
 import { type AnswerDeadline, Deadline } from '../common/http/request-deadlines.js';
-import { ApiOAuthErrorResponse, ApiOAuthUnavailableResponse, NO_STORE_HEADERS } from '../token/api-oauth-error-response.decorator.js';
-import { NoStore } from '../token/no-store.decorator.js';
-import { OAuthExceptionFilter } from '../token/oauth-exception.filter.js';
+import { ApiOAuthErrorResponse, ApiOAuthUnavailableResponse, NO_STORE_HEADERS } from '../oauth/api-oauth-error-response.decorator.js';
+import { NoStore } from '../oauth/no-store.decorator.js';
+import { OAuthExceptionFilter } from '../oauth/oauth-exception.filter.js';
 import { HelperConfigDto, NoCodeDto, PolledCodeDto } from './dto/helper-config.dto.js';
 import { HelperService, NO_CODE } from './helper.service.js';
 

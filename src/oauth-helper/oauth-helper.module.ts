@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { ClientsModule } from '../clients/clients.module.js';
+import { CodesModule } from '../codes/codes.module.js';
 import { IdentityProvidersModule } from '../identity-providers/identity-providers.module.js';
 import { KeysModule } from '../keys/keys.module.js';
 import { SessionsModule } from '../sessions/sessions.module.js';
@@ -17,7 +18,7 @@ import { StateTokens } from './state-tokens.service.js';
 
 /** The device authorization helper: sign-in links for devices, the login page, and code pick-up. */
 @Module({
-  imports: [ClientsModule, IdentityProvidersModule, KeysModule, SessionsModule, TokenModule, UsersModule],
+  imports: [ClientsModule, CodesModule, IdentityProvidersModule, KeysModule, SessionsModule, TokenModule, UsersModule],
   controllers: [HelperController, AuthorizeController],
   providers: [ApprovedStates, HelperService, LinkAnswers, LoginAttempts, LoginService, SignInLinks, StateTokens],
   // The device flow's verification page signs the same users in, under the same slow-down.

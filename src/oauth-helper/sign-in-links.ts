@@ -6,10 +6,10 @@ import type { HtmlPage } from '../common/html/html-reply.js';
 import { messagePage } from '../common/html/page-layout.js';
 import { Env } from '../config/env.js';
 import { type SignInChoice, SignInMethods } from '../identity-providers/sign-in-methods.service.js';
-import { AuthorizationCodeIssuer } from '../token/authorization-code-issuer.js';
+import { AuthorizationCodeIssuer } from '../codes/authorization-code-issuer.js';
 import { IdTokenHints } from '../token/id-token-hints.js';
-import { OAuthError } from '../token/oauth-error.js';
-import { type OAuthParams, readOAuthParams } from '../token/oauth-params.js';
+import { OAuthError } from '../oauth/oauth-error.js';
+import { type OAuthParams, readOAuthParams } from '../oauth/oauth-params.js';
 import { authorizationResponse, readAuthorizationRequest } from './authorization-request.js';
 import { InvalidState, type StateClaims, StateTokens } from './state-tokens.service.js';
 

@@ -1,8 +1,8 @@
 import { type ArgumentsHost, Catch, type ExceptionFilter } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import { BearerRejection } from '../notification/bearer-authenticator.js';
-import { OAuthError } from '../token/oauth-error.js';
-import { OAuthExceptionFilter } from '../token/oauth-exception.filter.js';
+import { OAuthError } from '../oauth/oauth-error.js';
+import { OAuthExceptionFilter } from '../oauth/oauth-exception.filter.js';
 
 /**
  * Errors of a protected resource that answers in the OAuth format (userinfo): a refused bearer

@@ -5,11 +5,11 @@ import { csrfMatches, csrfRefusal, type HtmlPage } from '../common/html/html-rep
 import { messagePage } from '../common/html/page-layout.js';
 import { IdentityProvidersService } from '../identity-providers/identity-providers.service.js';
 import { UpstreamClients } from '../identity-providers/upstream-clients.service.js';
-import { UpstreamSessionsRepository } from '../identity-providers/upstream-sessions.repository.js';
+import { UpstreamSessionsRepository } from '../identity-providers/sign-in/upstream-sessions.repository.js';
 import { BrowserSessionsRepository } from '../sessions/browser-sessions.repository.js';
 import { IdTokenHints } from '../token/id-token-hints.js';
-import { OAuthError } from '../token/oauth-error.js';
-import { type OAuthParams, readOAuthParams } from '../token/oauth-params.js';
+import { OAuthError } from '../oauth/oauth-error.js';
+import { type OAuthParams, readOAuthParams } from '../oauth/oauth-params.js';
 import { displayNameOf } from '../users/user.entity.js';
 import { confirmLogoutPage, signedOutPage } from './logout-pages.js';
 import { type AppReturn, ProviderLogoutReturns } from './provider-logout-returns.js';

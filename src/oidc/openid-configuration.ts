@@ -1,6 +1,6 @@
 import type { Env } from '../config/env.js';
 import { authorizationServerMetadata } from '../token/authorization-server-metadata.js';
-import { OPENID_SCOPES } from '../token/scope.js';
+import { OPENID_SCOPES } from '../oauth/scope.js';
 import { CLAIMS_SUPPORTED } from '../users/claims.js';
 import type { OpenIdConfigurationDto } from './dto/openid-configuration.dto.js';
 
@@ -16,7 +16,7 @@ export function openIdConfiguration(env: Env): OpenIdConfigurationDto {
     ...authorizationServerMetadata(env),
     userinfo_endpoint: `${env.frontendUrl}/sso/userinfo`,
     end_session_endpoint: `${env.frontendUrl}/sso/logout`,
-    // The standard scopes every client holds (src/token/scope.ts), in the order of the specification.
+    // The standard scopes every client holds (src/oauth/scope.ts), in the order of the specification.
     scopes_supported: [...OPENID_SCOPES],
     claims_supported: CLAIMS_SUPPORTED,
     // Every client sees a user under the same `sub`, their id.

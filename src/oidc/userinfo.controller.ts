@@ -1,8 +1,8 @@
 import { applyDecorators, Body, Controller, Get, HttpCode, Post, UseFilters } from '@nestjs/common';
 import { ApiBearerAuth, ApiBody, ApiConsumes, ApiOkResponse, ApiOperation, ApiSecurity, ApiTags } from '@nestjs/swagger';
 import { RequestHeader } from '../common/http/request-header.decorator.js';
-import { ApiOAuthErrorResponse, ApiOAuthUnavailableResponse, NO_STORE_HEADERS } from '../token/api-oauth-error-response.decorator.js';
-import { NoStore } from '../token/no-store.decorator.js';
+import { ApiOAuthErrorResponse, ApiOAuthUnavailableResponse, NO_STORE_HEADERS } from '../oauth/api-oauth-error-response.decorator.js';
+import { NoStore } from '../oauth/no-store.decorator.js';
 import { BearerExceptionFilter } from './bearer-exception.filter.js';
 import { UserinfoDto, UserinfoFormDto } from './dto/userinfo.dto.js';
 import { UserinfoService } from './userinfo.service.js';

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { type AuthenticatedToken, BearerAuthenticator, BearerRejection } from '../notification/bearer-authenticator.js';
-import { readFormBody } from '../token/oauth-params.js';
+import { readFormBody } from '../oauth/oauth-params.js';
 import { IdentityProvidersService } from '../identity-providers/identity-providers.service.js';
 import { UsersService } from '../users/users.service.js';
 import { claimsFor, OPENID_SCOPE, type ScopedClaims } from '../users/claims.js';

@@ -3,8 +3,8 @@ import { type ClientEntity, isPublicClient } from '../clients/client.entity.js';
 import { ClientsService } from '../clients/clients.service.js';
 import type { Requester } from '../common/http/requester.js';
 import { SecurityEvents } from '../common/logging/security-events.js';
-import { invalidRequest, OAuthError } from './oauth-error.js';
-import type { OAuthParams } from './oauth-params.js';
+import { invalidRequest, OAuthError } from '../oauth/oauth-error.js';
+import type { OAuthParams } from '../oauth/oauth-params.js';
 
 type PresentedCredentials =
   | { clientId: string; secret: string; method: 'client_secret_basic' | 'client_secret_post' }

@@ -2,10 +2,10 @@ import { Body, Controller, HttpCode, Post, UseFilters } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { type Requester, RequestedBy } from '../common/http/requester.js';
 import { RequestHeader } from '../common/http/request-header.decorator.js';
-import { NO_STORE_HEADERS } from './api-oauth-error-response.decorator.js';
+import { NO_STORE_HEADERS } from '../oauth/api-oauth-error-response.decorator.js';
 import { IntrospectionResponseDto, TokenFormDto } from './dto/token-inspection.dto.js';
-import { OAuthExceptionFilter } from './oauth-exception.filter.js';
-import { FORM_INVALID_REQUEST, OAuthFormRoute } from './oauth-form-route.decorator.js';
+import { OAuthExceptionFilter } from '../oauth/oauth-exception.filter.js';
+import { FORM_INVALID_REQUEST, OAuthFormRoute } from '../oauth/oauth-form-route.decorator.js';
 import { TokenInspectionService } from './token-inspection.service.js';
 
 @ApiTags('sso')

@@ -1,4 +1,4 @@
-import { RelayService } from '../identity-providers/relay.service.js';
+import { RelayService } from '../identity-providers/relay/relay.service.js';
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
@@ -11,8 +11,8 @@ import { RefreshTokensRepository, type RefreshTokenRow } from '../grants/refresh
 import { InvalidJwt } from '../keys/jwt-signer.service.js';
 import { AccessTokens, type AccessTokenClaims } from './access-tokens.service.js';
 import { ClientAuthentication } from './client-authentication.js';
-import { invalidRequest } from './oauth-error.js';
-import { readFormBody, requireParam } from './oauth-params.js';
+import { invalidRequest } from '../oauth/oauth-error.js';
+import { readFormBody, requireParam } from '../oauth/oauth-params.js';
 
 type Identified = { kind: 'access'; claims: AccessTokenClaims } | { kind: 'refresh'; tokenHash: Buffer; row: RefreshTokenRow } | null;
 

@@ -1,6 +1,6 @@
 import type { DataSource, EntityManager } from 'typeorm';
 import type { AnswerDeadline } from '../common/http/request-deadlines.js';
-import { OAuthError } from './oauth-error.js';
+import { OAuthError } from '../oauth/oauth-error.js';
 
 /** Registers what to do once the transaction has committed (telling this instance of a revocation at once). */
 export type AfterCommit = (effect: () => void) => void;

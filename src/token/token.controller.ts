@@ -3,11 +3,11 @@ import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { type AnswerDeadline, Deadline } from '../common/http/request-deadlines.js';
 import { type Requester, RequestedBy } from '../common/http/requester.js';
 import { RequestHeader } from '../common/http/request-header.decorator.js';
-import { NO_STORE_HEADERS } from './api-oauth-error-response.decorator.js';
+import { NO_STORE_HEADERS } from '../oauth/api-oauth-error-response.decorator.js';
 import { SsoTokenRequestDto } from './dto/token-request.dto.js';
 import { UserTokenResponseDto } from './dto/token-response.dto.js';
-import { OAuthExceptionFilter } from './oauth-exception.filter.js';
-import { FORM_INVALID_REQUEST, OAuthFormRoute } from './oauth-form-route.decorator.js';
+import { OAuthExceptionFilter } from '../oauth/oauth-exception.filter.js';
+import { FORM_INVALID_REQUEST, OAuthFormRoute } from '../oauth/oauth-form-route.decorator.js';
 import { TokenService } from './token.service.js';
 
 @ApiTags('sso')

@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { ClientsModule } from '../clients/clients.module.js';
+import { CodesModule } from '../codes/codes.module.js';
 import { GrantRetention } from '../grants/grant-retention.js';
 import { GrantsModule } from '../grants/grants.module.js';
 import { RevokedGrantsModule } from '../grants/revoked-grants.module.js';
@@ -7,11 +8,7 @@ import { HousekeepingModule } from '../database/housekeeping.module.js';
 import { IdentityProvidersModule } from '../identity-providers/identity-providers.module.js';
 import { KeysModule } from '../keys/keys.module.js';
 import { AccessTokens } from './access-tokens.service.js';
-import { AuthorizationCodeIssuer } from './authorization-code-issuer.js';
-import { AuthorizationCodesRepository } from './authorization-codes.repository.js';
 import { ClientAuthentication } from './client-authentication.js';
-import { DeviceCodeRetention } from './device-code-retention.js';
-import { DeviceCodesRepository } from './device-codes.repository.js';
 import { AuthorizationCodeGrant } from './grants/authorization-code.grant.js';
 import { ClientCredentialsGrant } from './grants/client-credentials.grant.js';
 import { DeviceCodeGrant } from './grants/device-code.grant.js';
@@ -28,18 +25,14 @@ import { TokenService } from './token.service.js';
 import { UserTokenIssuer } from './user-token-issuer.js';
 
 @Module({
-  imports: [ClientsModule, GrantsModule, HousekeepingModule, IdentityProvidersModule, KeysModule, RevokedGrantsModule],
+  imports: [ClientsModule, CodesModule, GrantsModule, HousekeepingModule, IdentityProvidersModule, KeysModule, RevokedGrantsModule],
   controllers: [TokenController, TokenInspectionController, MetadataController, IdentityTokenController],
   providers: [
     AccessTokens,
-    AuthorizationCodeIssuer,
-    AuthorizationCodesRepository,
     AuthorizationCodeGrant,
     ClientAuthentication,
     ClientCredentialsGrant,
     DeviceCodeGrant,
-    DeviceCodeRetention,
-    DeviceCodesRepository,
     GrantRetention,
     IdTokenHints,
     IdTokens,
@@ -49,6 +42,6 @@ import { UserTokenIssuer } from './user-token-issuer.js';
     TokenService,
     UserTokenIssuer,
   ],
-  exports: [AccessTokens, AuthorizationCodeIssuer, ClientAuthentication, DeviceCodesRepository, IdTokenHints],
+  exports: [AccessTokens, ClientAuthentication, IdTokenHints],
 })
 export class TokenModule {}

@@ -8,8 +8,8 @@ import { ClientCredentialsGrant } from './grants/client-credentials.grant.js';
 import { DeviceCodeGrant } from './grants/device-code.grant.js';
 import type { GrantHandler } from './grants/grant-handler.js';
 import { RefreshTokenGrant } from './grants/refresh-token.grant.js';
-import { OAuthError } from './oauth-error.js';
-import { readFormBody, requireParam } from './oauth-params.js';
+import { OAuthError } from '../oauth/oauth-error.js';
+import { readFormBody, requireParam } from '../oauth/oauth-params.js';
 
 /** A token endpoint: reads the request, authenticates the client, hands over to the grant. */
 @Injectable()

@@ -7,7 +7,7 @@ import { newCsrfToken, sendHtmlPage, sendPlainPage } from '../common/html/html-r
 import { type AnswerDeadline, Deadline } from '../common/http/request-deadlines.js';
 import { requesterOf } from '../common/http/requester.js';
 import { sendDevicePage } from '../device-flow/device-verification.controller.js';
-import { browserBinding } from '../identity-providers/upstream-browser.js';
+import { browserBinding } from '../identity-providers/sign-in/upstream-browser.js';
 import { UpstreamCallbackService } from './upstream-callback.service.js';
 
 @ApiTags('identity providers')

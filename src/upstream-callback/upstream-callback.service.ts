@@ -9,17 +9,17 @@ import { LoginService } from '../oauth-helper/login.service.js';
 import type { AuthorizeOutcome } from '../oauth-helper/sign-in-links.js';
 import { displayNameOf, type UpstreamProfile } from '../users/user.entity.js';
 import { UsersService } from '../users/users.service.js';
-import { type CallbackResult, UpstreamSignIn } from '../identity-providers/upstream-sign-in.service.js';
-import { sessionContext, UpstreamSessionsRepository } from '../identity-providers/upstream-sessions.repository.js';
-import type { SignInPurpose } from '../identity-providers/upstream-sign-ins.repository.js';
+import { type CallbackResult, UpstreamSignIn } from '../identity-providers/sign-in/upstream-sign-in.service.js';
+import { sessionContext, UpstreamSessionsRepository } from '../identity-providers/sign-in/upstream-sessions.repository.js';
+import type { SignInPurpose } from '../identity-providers/sign-in/upstream-sign-ins.repository.js';
 import { UpstreamVault } from '../identity-providers/upstream-vault.js';
-import { RelayService } from '../identity-providers/relay.service.js';
-import { SignInConfirmations } from '../identity-providers/sign-in-confirmations.js';
-import { ACCOUNT_DISABLED } from '../identity-providers/sign-in-messages.js';
+import { RelayService } from '../identity-providers/relay/relay.service.js';
+import { SignInConfirmations } from '../identity-providers/sign-in/sign-in-confirmations.js';
+import { ACCOUNT_DISABLED } from '../identity-providers/sign-in/sign-in-messages.js';
 import { ClientsService } from '../clients/clients.service.js';
 import { Metrics } from '../metrics/metrics.service.js';
 import { issuedAfterStamp } from '../grants/revocations.js';
-import { ENDED_SIGN_IN } from '../identity-providers/ended-sign-in.js';
+import { ENDED_SIGN_IN } from '../identity-providers/sign-in/ended-sign-in.js';
 
 /**
  * What GET /sso/callback/NAME answers: a redirect, or a page; with a form, the device flow's

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dataSourceOptions, runMigrations } from '../../src/database/data-source.js';
-import { DeviceCodesRepository, type NewDeviceCode, SLOW_DOWN_STEP_SECONDS } from '../../src/token/device-codes.repository.js';
+import { DeviceCodesRepository, type NewDeviceCode, SLOW_DOWN_STEP_SECONDS } from '../../src/codes/device-codes.repository.js';
 import { generateUserCode } from '../../src/device-flow/user-code.js';
 import { createTestDatabase, query } from '../setup/database.js';
 

@@ -3,7 +3,7 @@ import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { Env } from '../../src/config/env.js';
 import { dataSourceOptions, runMigrations } from '../../src/database/data-source.js';
-import { databaseUnavailableReason } from '../../src/database/database-unavailable.js';
+import { databaseUnavailableReason } from '../../src/common/errors/database-unavailable.js';
 import { type InsertOutcome, type NewNotification, NotificationsRepository } from '../../src/notification/publish/notifications.repository.js';
 import type { PreviousReleaseListenersService } from '../../src/notification/publish/previous-release-listeners.service.js';
 import { createTestDatabase, query } from '../setup/database.js';

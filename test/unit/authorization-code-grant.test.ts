@@ -4,10 +4,10 @@ import type { ClientEntity } from '../../src/clients/client.entity.js';
 import type { SecurityEvents } from '../../src/common/logging/security-events.js';
 import { NO_DEADLINE } from '../../src/common/http/request-deadlines.js';
 import type { GrantRevocationsService } from '../../src/grants/grant-revocations.service.js';
-import type { RelayService } from '../../src/identity-providers/relay.service.js';
-import type { AuthorizationCodeRow, AuthorizationCodesRepository } from '../../src/token/authorization-codes.repository.js';
+import type { RelayService } from '../../src/identity-providers/relay/relay.service.js';
+import type { AuthorizationCodeRow, AuthorizationCodesRepository } from '../../src/codes/authorization-codes.repository.js';
 import { AuthorizationCodeGrant, refusal } from '../../src/token/grants/authorization-code.grant.js';
-import { s256Challenge } from '../../src/token/pkce.js';
+import { s256Challenge } from '../../src/oauth/pkce.js';
 import type { UserTokenIssuer } from '../../src/token/user-token-issuer.js';
 
 const VERIFIER = 'v'.repeat(43);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { databaseUnavailableReason } from '../../src/database/database-unavailable.js';
+import { databaseUnavailableReason } from '../../src/common/errors/database-unavailable.js';
 
 /** What TypeORM throws: a QueryFailedError carrying pg's error as driverError. */
 const wrapped = (driverError: object) => Object.assign(new Error('query failed'), { driverError });

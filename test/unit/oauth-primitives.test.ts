@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { OAuthError } from '../../src/token/oauth-error.js';
-import { readOAuthParams, requireParam } from '../../src/token/oauth-params.js';
-import { s256Challenge, verifierMatches } from '../../src/token/pkce.js';
-import { assertScopeAllowed, formatScope, parseScope } from '../../src/token/scope.js';
+import { OAuthError } from '../../src/oauth/oauth-error.js';
+import { readOAuthParams, requireParam } from '../../src/oauth/oauth-params.js';
+import { s256Challenge, verifierMatches } from '../../src/oauth/pkce.js';
+import { assertScopeAllowed, formatScope, parseScope } from '../../src/oauth/scope.js';
 import { PollLimiter } from '../../src/oauth-helper/poll-limiter.js';
 
 const errorOf = (fn: () => unknown) => {

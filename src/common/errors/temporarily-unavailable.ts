@@ -1,4 +1,4 @@
-import { isDatabaseUnavailable } from '../../database/database-unavailable.js';
+import { isDatabaseUnavailable } from './database-unavailable.js';
 import { QueueFullError } from '../batching/batcher.js';
 
 /** Seconds a caller is asked to wait (Retry-After) after a 503. */

@@ -1,5 +1,5 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { ClientAuthenticationDto } from '../../token/dto/client-authentication.dto.js';
+import { ClientAuthenticationDto } from '../../oauth/dto/client-authentication.dto.js';
 
 /** POST /sso/device_authorization (RFC 8628 §3.1), for the OpenAPI description; the service reads the form itself. */
 export class DeviceAuthorizationRequestDto extends ClientAuthenticationDto {

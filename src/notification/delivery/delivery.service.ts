@@ -2,7 +2,7 @@ import { Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } fro
 import { Batcher } from '../../common/batching/batcher.js';
 import { Env } from '../../config/env.js';
 import { Metrics } from '../../metrics/metrics.service.js';
-import { isDatabaseUnavailable } from '../../database/database-unavailable.js';
+import { isDatabaseUnavailable } from '../../common/errors/database-unavailable.js';
 import { CursorBook, type CursorSave, type Progress } from './cursor-book.js';
 import { DeliveryRepository, type ReadAfter, type ResumeFacts, type ResumeFactsRequest, type StoredNotification } from './delivery.repository.js';
 import type { Outlet, ResetReason } from './outlet.js';

@@ -3,7 +3,7 @@ import { Batcher } from '../../common/batching/batcher.js';
 import { invalidInput } from '../../common/errors/app-error.js';
 import { RequestDeadlineError } from '../../common/errors/temporarily-unavailable.js';
 import { Env } from '../../config/env.js';
-import { databaseUnavailableReason } from '../../database/database-unavailable.js';
+import { databaseUnavailableReason } from '../../common/errors/database-unavailable.js';
 import { Metrics } from '../../metrics/metrics.service.js';
 import { type PublishNotificationDto, toPushedMessage } from './dto/publish-notification.dto.js';
 import { type InsertOutcome, type NewNotification, NotificationsRepository } from './notifications.repository.js';

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, type EntityManager } from 'typeorm';
 import { Env } from '../../config/env.js';
-import { databaseUnavailableReason } from '../../database/database-unavailable.js';
+import { databaseUnavailableReason } from '../../common/errors/database-unavailable.js';
 import { PreparedStatement } from '../../database/prepared-statement.js';
 import { PreviousReleaseListenersService } from './previous-release-listeners.service.js';
 import { PREVIOUS_RELEASE_CHANNEL, WAKE_CHANNEL, wakePayloads } from './wake-ups.js';

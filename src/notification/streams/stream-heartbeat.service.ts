@@ -1,7 +1,7 @@
 import { Injectable, Logger, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
 import { ClientsService } from '../../clients/clients.service.js';
 import { Env } from '../../config/env.js';
-import { isDatabaseUnavailable } from '../../database/database-unavailable.js';
+import { isDatabaseUnavailable } from '../../common/errors/database-unavailable.js';
 import { PgListener } from '../../database/pg-listener.service.js';
 import { ConnectionRegistryService } from './connection-registry.service.js';
 import { NotificationListenerService } from '../delivery/notification-listener.service.js';

@@ -1,6 +1,6 @@
 import { type BeforeApplicationShutdown, Injectable, Logger } from '@nestjs/common';
 import { Env } from '../../config/env.js';
-import { isDatabaseUnavailable } from '../../database/database-unavailable.js';
+import { isDatabaseUnavailable } from '../../common/errors/database-unavailable.js';
 import { Metrics } from '../../metrics/metrics.service.js';
 import type { AccessTokenClaims } from '../../token/access-tokens.service.js';
 import { CloseCode } from './close-codes.js';

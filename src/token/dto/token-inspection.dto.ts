@@ -1,5 +1,5 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { ClientAuthenticationDto } from './client-authentication.dto.js';
+import { ClientAuthenticationDto } from '../../oauth/dto/client-authentication.dto.js';
 
 /** POST /sso/introspect (RFC 7662 §2.1) and POST /sso/revoke (RFC 7009 §2.1). */
 export class TokenFormDto extends ClientAuthenticationDto {

@@ -1,6 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { DEVICE_CODE_GRANT } from '../../clients/client.entity.js';
-import { ClientAuthenticationDto } from './client-authentication.dto.js';
+import { ClientAuthenticationDto } from '../../oauth/dto/client-authentication.dto.js';
 
 /*
  * The forms of the token endpoints, for the OpenAPI description. The services read the body

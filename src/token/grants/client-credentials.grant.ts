@@ -2,9 +2,9 @@ import { Injectable } from '@nestjs/common';
 import type { ClientEntity } from '../../clients/client.entity.js';
 import { Env } from '../../config/env.js';
 import { AccessTokens } from '../access-tokens.service.js';
-import { OAuthError } from '../oauth-error.js';
-import type { OAuthParams } from '../oauth-params.js';
-import { assertScopeAllowed, formatScope, parseScope } from '../scope.js';
+import { OAuthError } from '../../oauth/oauth-error.js';
+import type { OAuthParams } from '../../oauth/oauth-params.js';
+import { assertScopeAllowed, formatScope, parseScope } from '../../oauth/scope.js';
 import type { GrantHandler } from './grant-handler.js';
 
 /** The notification service's token response. */

@@ -5,12 +5,12 @@ import { type ClientEntity, DEVICE_CODE_GRANT } from '../../clients/client.entit
 import { sha256 } from '../../common/crypto/opaque-token.js';
 import type { AnswerDeadline } from '../../common/http/request-deadlines.js';
 import { GrantsRepository } from '../../grants/grants.repository.js';
-import { RelayHandOversRepository } from '../../identity-providers/relay-hand-overs.repository.js';
-import { type RelayedTokenResponse, RelayService } from '../../identity-providers/relay.service.js';
+import { RelayHandOversRepository } from '../../identity-providers/relay/relay-hand-overs.repository.js';
+import { type RelayedTokenResponse, RelayService } from '../../identity-providers/relay/relay.service.js';
 import { Metrics } from '../../metrics/metrics.service.js';
-import { DeviceCodesRepository, type PollOutcome, SLOW_DOWN_STEP_SECONDS } from '../device-codes.repository.js';
-import { OAuthError, type OAuthErrorCode } from '../oauth-error.js';
-import { type OAuthParams, requireParam } from '../oauth-params.js';
+import { DeviceCodesRepository, type PollOutcome, SLOW_DOWN_STEP_SECONDS } from '../../codes/device-codes.repository.js';
+import { OAuthError, type OAuthErrorCode } from '../../oauth/oauth-error.js';
+import { type OAuthParams, requireParam } from '../../oauth/oauth-params.js';
 import { inTokenTransaction } from '../token-transaction.js';
 import { UserTokenIssuer, type UserTokenResponse } from '../user-token-issuer.js';
 import type { GrantHandler } from './grant-handler.js';

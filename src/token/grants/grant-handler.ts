@@ -2,7 +2,7 @@ import type { ClientEntity } from '../../clients/client.entity.js';
 import type { GrantType } from '../../clients/client.entity.js';
 import type { AnswerDeadline } from '../../common/http/request-deadlines.js';
 import type { Requester } from '../../common/http/requester.js';
-import type { OAuthParams } from '../oauth-params.js';
+import type { OAuthParams } from '../../oauth/oauth-params.js';
 
 /**
  * One grant type of a token endpoint: its name and how it turns parameters into a token response.

@@ -1,4 +1,4 @@
-import type { IdentityProviderEntity } from './identity-provider.entity.js';
+import type { IdentityProviderEntity } from '../identity-provider.entity.js';
 
 // What the sign-in pages (the helper's and the device flow's) say about identity providers, once.
 

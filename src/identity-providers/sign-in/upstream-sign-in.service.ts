@@ -1,14 +1,14 @@
 import { Injectable } from '@nestjs/common';
 import * as oidc from 'openid-client';
-import { sha256 } from '../common/crypto/opaque-token.js';
-import type { AnswerDeadline } from '../common/http/request-deadlines.js';
-import { Env } from '../config/env.js';
-import type { IdentityProviderEntity } from './identity-provider.entity.js';
-import { IdentityProvidersService } from './identity-providers.service.js';
-import { UpstreamClients } from './upstream-clients.service.js';
-import { UpstreamFailure } from './upstream-failure.js';
+import { sha256 } from '../../common/crypto/opaque-token.js';
+import type { AnswerDeadline } from '../../common/http/request-deadlines.js';
+import { Env } from '../../config/env.js';
+import type { IdentityProviderEntity } from '../identity-provider.entity.js';
+import { IdentityProvidersService } from '../identity-providers.service.js';
+import { UpstreamClients } from '../upstream-clients.service.js';
+import { UpstreamFailure } from '../upstream-failure.js';
 import { type SignInPurpose, UpstreamSignInsRepository, type UntakenReason } from './upstream-sign-ins.repository.js';
-import { UpstreamVault } from './upstream-vault.js';
+import { UpstreamVault } from '../upstream-vault.js';
 
 /** The provider's answer, checked: its tokens and the ID token's claims (merged with userinfo's when asked). */
 export interface UpstreamIdentity {

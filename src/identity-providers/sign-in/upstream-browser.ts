@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { randomToken } from '../common/crypto/opaque-token.js';
+import { randomToken } from '../../common/crypto/opaque-token.js';
 
 /**
  * The cookie that binds a sign-in at a provider to the browser that started it: a random value

@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, EntityManager } from 'typeorm';
-import { notifiedIdPayloadSql } from '../database/notified-id-set.js';
-import { STATE_APPROVED_CHANNEL } from '../token/authorization-codes.repository.js';
+import { notifiedIdPayloadSql } from '../../database/notified-id-set.js';
+import { STATE_APPROVED_CHANNEL } from '../../codes/authorization-codes.repository.js';
 
 /** A provider's token response waiting for its device, sealed under `relayContext(id)`. */
 export interface WaitingHandOver {

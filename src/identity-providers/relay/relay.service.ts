@@ -2,17 +2,17 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, EntityManager } from 'typeorm';
 import * as oidc from 'openid-client';
-import { randomToken, sha256 } from '../common/crypto/opaque-token.js';
-import type { AnswerDeadline } from '../common/http/request-deadlines.js';
-import { Env, USER_ACCESS_TOKEN_TTL } from '../config/env.js';
-import { invalidGrant, OAuthError } from '../token/oauth-error.js';
-import type { IdentityProviderEntity } from './identity-provider.entity.js';
-import { IdentityProvidersService } from './identity-providers.service.js';
+import { randomToken, sha256 } from '../../common/crypto/opaque-token.js';
+import type { AnswerDeadline } from '../../common/http/request-deadlines.js';
+import { Env, USER_ACCESS_TOKEN_TTL } from '../../config/env.js';
+import { invalidGrant, OAuthError } from '../../oauth/oauth-error.js';
+import type { IdentityProviderEntity } from '../identity-provider.entity.js';
+import { IdentityProvidersService } from '../identity-providers.service.js';
 import { RelayHandOversRepository, relayContext, type WaitingHandOver } from './relay-hand-overs.repository.js';
 import { RelayedTokensRepository } from './relayed-tokens.repository.js';
-import { UpstreamClients } from './upstream-clients.service.js';
-import { UpstreamFailure } from './upstream-failure.js';
-import { UpstreamVault } from './upstream-vault.js';
+import { UpstreamClients } from '../upstream-clients.service.js';
+import { UpstreamFailure } from '../upstream-failure.js';
+import { UpstreamVault } from '../upstream-vault.js';
 
 /** The provider's tokens in the helper flow's token response shape. */
 export interface RelayedTokenResponse {

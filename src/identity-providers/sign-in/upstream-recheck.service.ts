@@ -1,11 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import * as oidc from 'openid-client';
-import { Env } from '../config/env.js';
-import { IdentityProvidersService } from './identity-providers.service.js';
-import { UpstreamClients } from './upstream-clients.service.js';
-import { UpstreamFailure } from './upstream-failure.js';
+import { Env } from '../../config/env.js';
+import { IdentityProvidersService } from '../identity-providers.service.js';
+import { UpstreamClients } from '../upstream-clients.service.js';
+import { UpstreamFailure } from '../upstream-failure.js';
 import { sessionContext, type UpstreamSession, UpstreamSessionsRepository } from './upstream-sessions.repository.js';
-import { UpstreamVault } from './upstream-vault.js';
+import { UpstreamVault } from '../upstream-vault.js';
 
 /** What the provider said of a brokered user at a refresh of their grant. */
 export type RecheckOutcome =

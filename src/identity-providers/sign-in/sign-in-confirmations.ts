@@ -2,11 +2,11 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
 import type * as oidc from 'openid-client';
-import { randomToken, sha256 } from '../common/crypto/opaque-token.js';
-import { issuedAfterStampSql } from '../grants/revocations.js';
-import type { IdentityProviderEntity } from './identity-provider.entity.js';
-import { IdentityProvidersService } from './identity-providers.service.js';
-import { UpstreamVault } from './upstream-vault.js';
+import { randomToken, sha256 } from '../../common/crypto/opaque-token.js';
+import { issuedAfterStampSql } from '../../grants/revocations.js';
+import type { IdentityProviderEntity } from '../identity-provider.entity.js';
+import { IdentityProvidersService } from '../identity-providers.service.js';
+import { UpstreamVault } from '../upstream-vault.js';
 
 /** What a provider sign-in for a helper link leads to, once the user continues. */
 export type HeldOutcome =
