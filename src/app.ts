@@ -20,7 +20,7 @@ import { requestLogger } from './common/logging/request-logger.js';
 import { readTlsFiles } from './config/tls-files.js';
 import type { Env } from './config/env.js';
 import { VERSION } from './health/version.js';
-import { Metrics } from './metrics/metrics.service.js';
+import { MetricsService } from './metrics/metrics.service.js';
 import { DeliveryService } from './notification/delivery/delivery.service.js';
 import { BATCH_PUBLISH_PATH } from './notification/publish/notification.controller.js';
 import { NotificationWsAdapter } from './notification/streams/notification-ws.adapter.js';
@@ -70,7 +70,7 @@ export async function createApp(env: Env, databaseUrl: string, logger: Logger): 
   });
   app.useBodyParser('application/json', { bodyLimit: BODY_LIMIT }, depthLimitedJsonParser(adapter.getInstance()));
   await app.register(fastifyCookie);
-  recordHttpLatency(adapter, app.get(Metrics));
+  recordHttpLatency(adapter, app.get(MetricsService));
   app.useWebSocketAdapter(
     new NotificationWsAdapter(app, {
       authorize: (request) => app.get(StreamAuthorizerService).authorize(request),
@@ -109,7 +109,7 @@ const OPENAPI_DESCRIPTION = `Device sign-in (the OAuth 2.0 helper, the standard 
 This document is served at \`/docs\` (and as JSON at \`/docs-json\`).`;
 
 /** Latency per route pattern (not per URL, which would explode the label set). */
-function recordHttpLatency(adapter: FastifyAdapter, metrics: Metrics) {
+function recordHttpLatency(adapter: FastifyAdapter, metrics: MetricsService) {
   adapter.getInstance().addHook('onResponse', (request, reply, done) => {
     metrics.observeHttp(request.method, request.routeOptions.url ?? 'unmatched', reply.statusCode, reply.elapsedTime / 1000);
     done();

@@ -4,7 +4,7 @@ import type { Command } from 'commander';
 import { CommandFactory, CommandRunnerService } from 'nest-commander';
 import type { DestinationStream } from 'pino';
 import { CliModule, COMMAND_GROUPS } from './cli.module.js';
-import { CommandDefinitionsModule } from './common/cli/command-definitions.js';
+import { CommandDefinitionsModule } from './common/cli/command-definitions.module.js';
 import { type CommandLine, type CommandLineIo, runAsCommandLine } from './common/cli/command-line-io.js';
 import { takeFormatOption } from './common/cli/output.js';
 import { selectCommands } from './common/cli/select-commands.js';

@@ -10,7 +10,7 @@ import { createRootLogger } from './common/logging/logger.js';
 import { type Env, InvalidConfigError, loadProcessEnv, SHUTDOWN_GRACE_MS } from './config/env.js';
 import { type DatabaseServer, openDatabaseServer } from './database/database-server.js';
 import { SchemaStatus } from './database/schema-status.js';
-import { HealthRegistry } from './health/health-registry.js';
+import { HealthRegistryService } from './health/health-registry.service.js';
 import { readPortalLogo } from './portal/portal-logo.js';
 
 let env: Env;
@@ -78,7 +78,7 @@ function readyLine(applied: number, noClientYet: boolean): string {
  * pool and the embedded database close. Whatever hangs, the process is gone after the deadline.
  */
 async function stop(): Promise<void> {
-  app?.get(HealthRegistry).beginShutdown();
+  app?.get(HealthRegistryService).beginShutdown();
   if (env.SHUTDOWN_DELAY_MS > 0) await new Promise((resolve) => setTimeout(resolve, env.SHUTDOWN_DELAY_MS));
   setTimeout(() => {
     logger.error('shutdown did not finish in time; exiting');

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { type EntityManager, IsNull, type QueryDeepPartialEntity, type Repository } from 'typeorm';
 import { conflict, isUniqueViolation } from '../common/errors/app-error.js';
-import { PgListener } from '../database/pg-listener.service.js';
+import { PgListenerService } from '../database/pg-listener.service.js';
 import { ClientEntity } from './client.entity.js';
 import { isPlausibleClientId } from './client-secret.js';
 
@@ -56,7 +56,7 @@ export class ClientsRepository {
 
   constructor(
     @InjectRepository(ClientEntity) private readonly clients: Repository<ClientEntity>,
-    listener: PgListener,
+    listener: PgListenerService,
   ) {
     listener.on(CLIENT_CHANGED_CHANNEL, (id) => this.forget(id));
     listener.onResume(() => this.forget());

@@ -3,7 +3,7 @@ import type { DataSource, EntityManager } from 'typeorm';
 import { notifiedIdPayloadSql } from '../database/notified-id-set.js';
 import { PreparedStatement } from '../database/prepared-statement.js';
 import { issueGrantCtes } from '../grants/grant-issuing-ctes.js';
-import { type IdTokenFacts, idTokenFactsSql } from '../token/id-tokens.js';
+import { type IdTokenFacts, idTokenFactsSql } from '../token/id-tokens.service.js';
 import { issuableUserCte, issuedAfterStampSql } from '../grants/revocations.js';
 
 export interface AuthorizationCodeRow {

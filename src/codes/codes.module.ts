@@ -1,8 +1,8 @@
 import { Module } from '@nestjs/common';
 import { HousekeepingModule } from '../database/housekeeping.module.js';
-import { AuthorizationCodeIssuer } from './authorization-code-issuer.js';
+import { AuthorizationCodeIssuerService } from './authorization-code-issuer.service.js';
 import { AuthorizationCodesRepository } from './authorization-codes.repository.js';
-import { CodeRetention } from './code-retention.js';
+import { CodeRetentionService } from './code-retention.service.js';
 import { DeviceCodesRepository } from './device-codes.repository.js';
 
 /**
@@ -12,7 +12,7 @@ import { DeviceCodesRepository } from './device-codes.repository.js';
  */
 @Module({
   imports: [HousekeepingModule],
-  providers: [AuthorizationCodeIssuer, AuthorizationCodesRepository, CodeRetention, DeviceCodesRepository],
-  exports: [AuthorizationCodeIssuer, AuthorizationCodesRepository, DeviceCodesRepository],
+  providers: [AuthorizationCodeIssuerService, AuthorizationCodesRepository, CodeRetentionService, DeviceCodesRepository],
+  exports: [AuthorizationCodeIssuerService, AuthorizationCodesRepository, DeviceCodesRepository],
 })
 export class CodesModule {}

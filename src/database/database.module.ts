@@ -3,10 +3,10 @@ import { TypeOrmModule } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { Env } from '../config/env.js';
 import { MetricsModule } from '../metrics/metrics.module.js';
-import { Metrics } from '../metrics/metrics.service.js';
+import { MetricsService } from '../metrics/metrics.service.js';
 import { dataSourceOptions, runMigrations } from './data-source.js';
 import { DatabaseUrl } from './database-url.js';
-import { PgListener } from './pg-listener.service.js';
+import { PgListenerService } from './pg-listener.service.js';
 import { QueryErrorCounter } from './query-error-counter.js';
 import { SchemaStatus } from './schema-status.js';
 
@@ -18,14 +18,14 @@ export class DatabaseModule {
     return {
       module: DatabaseModule,
       global: true,
-      providers: [{ provide: DatabaseUrl, useValue: new DatabaseUrl(url) }, { provide: SchemaStatus, useValue: schema }, PgListener],
-      exports: [DatabaseUrl, SchemaStatus, PgListener],
+      providers: [{ provide: DatabaseUrl, useValue: new DatabaseUrl(url) }, { provide: SchemaStatus, useValue: schema }, PgListenerService],
+      exports: [DatabaseUrl, SchemaStatus, PgListenerService],
       imports: [
         // Database errors and listener reconnects are counted.
         MetricsModule,
         TypeOrmModule.forRootAsync({
-          inject: [Env, Metrics],
-          useFactory: async (env: Env, metrics: Metrics) => ({
+          inject: [Env, MetricsService],
+          useFactory: async (env: Env, metrics: MetricsService) => ({
             ...(await dataSourceOptions(url, env.DATABASE_POOL_SIZE, {
               connectTimeoutMs: env.DATABASE_CONNECT_TIMEOUT_MS,
               statementTimeoutMs: env.DATABASE_STATEMENT_TIMEOUT_MS,

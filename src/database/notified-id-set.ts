@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import type { PgListener } from './pg-listener.service.js';
+import type { PgListenerService } from './pg-listener.service.js';
 
 const PRUNE_MS = 60_000;
 const RELOAD_RETRY_MS = 5_000;
@@ -30,7 +30,7 @@ export class NotifiedIdSet {
   private retry?: NodeJS.Timeout;
 
   constructor(
-    private readonly listener: PgListener,
+    private readonly listener: PgListenerService,
     channel: string,
     private readonly load: () => Promise<ExpiringId[]>,
     /** Told of each id the set did not hold yet: by a notification, or by the re-read after a reconnection (a lost notification). */

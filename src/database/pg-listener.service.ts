@@ -1,6 +1,6 @@
 import { Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import pg from 'pg';
-import { Metrics } from '../metrics/metrics.service.js';
+import { MetricsService } from '../metrics/metrics.service.js';
 import { DatabaseUrl } from './database-url.js';
 
 const RETRY_MS = [250, 500, 1000, 2000, 5000];
@@ -23,8 +23,8 @@ export const PREVIOUS_RELEASE_LISTENER = 'voyage-connect-listener';
  * every reconnection the `onResume` hooks run and each feature re-reads what it caches.
  */
 @Injectable()
-export class PgListener implements OnApplicationBootstrap, OnApplicationShutdown {
-  private readonly logger = new Logger(PgListener.name);
+export class PgListenerService implements OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly logger = new Logger(PgListenerService.name);
   private readonly handlers = new Map<string, Handler[]>();
   private readonly resumeHooks: (() => void)[] = [];
   private client?: pg.Client;
@@ -36,7 +36,7 @@ export class PgListener implements OnApplicationBootstrap, OnApplicationShutdown
 
   constructor(
     private readonly databaseUrl: DatabaseUrl,
-    private readonly metrics: Metrics,
+    private readonly metrics: MetricsService,
   ) {}
 
   /** Subscribe before the application starts (in a constructor or onModuleInit). */

@@ -1,5 +1,5 @@
 import type { Logger as TypeOrmLogger } from 'typeorm';
-import type { Metrics } from '../metrics/metrics.service.js';
+import type { MetricsService } from '../metrics/metrics.service.js';
 import { databaseUnavailableReason } from '../common/errors/database-unavailable.js';
 
 /**
@@ -8,7 +8,7 @@ import { databaseUnavailableReason } from '../common/errors/database-unavailable
  * their parameters may carry secrets.
  */
 export class QueryErrorCounter implements TypeOrmLogger {
-  constructor(private readonly metrics: Metrics) {}
+  constructor(private readonly metrics: MetricsService) {}
 
   logQueryError(error: string | Error): void {
     const reason = databaseUnavailableReason(error);

@@ -3,8 +3,8 @@ import type { Requester } from '../common/http/requester.js';
 import { DEVICE_CODE_GRANT } from '../clients/client.entity.js';
 import { randomToken, sha256 } from '../common/crypto/opaque-token.js';
 import { Env } from '../config/env.js';
-import { Metrics } from '../metrics/metrics.service.js';
-import { ClientAuthentication } from '../token/client-authentication.js';
+import { MetricsService } from '../metrics/metrics.service.js';
+import { ClientAuthenticationService } from '../token/client-authentication.service.js';
 import { DeviceCodesRepository } from '../codes/device-codes.repository.js';
 import { OAuthError } from '../oauth/oauth-error.js';
 import { readFormBody } from '../oauth/oauth-params.js';
@@ -28,9 +28,9 @@ const USER_CODE_DRAWS = 5;
 @Injectable()
 export class DeviceAuthorizationService {
   constructor(
-    private readonly clientAuthentication: ClientAuthentication,
+    private readonly clientAuthentication: ClientAuthenticationService,
     private readonly deviceCodes: DeviceCodesRepository,
-    private readonly metrics: Metrics,
+    private readonly metrics: MetricsService,
     private readonly env: Env,
   ) {}
 

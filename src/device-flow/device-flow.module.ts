@@ -10,7 +10,7 @@ import { DeviceAuthorizationController } from './device-authorization.controller
 import { DeviceAuthorizationService } from './device-authorization.service.js';
 import { DeviceVerificationController } from './device-verification.controller.js';
 import { DeviceVerificationService } from './device-verification.service.js';
-import { UserCodeThrottle } from './user-code-throttle.service.js';
+import { UserCodeThrottleService } from './user-code-throttle.service.js';
 
 /**
  * The standard device authorization grant (RFC 8628), beside the helper flow: the device
@@ -20,7 +20,7 @@ import { UserCodeThrottle } from './user-code-throttle.service.js';
 @Module({
   imports: [ClientsModule, CodesModule, IdentityProvidersModule, OAuthHelperModule, SessionsModule, TokenModule, UsersModule],
   controllers: [DeviceAuthorizationController, DeviceVerificationController],
-  providers: [DeviceAuthorizationService, DeviceVerificationService, UserCodeThrottle],
+  providers: [DeviceAuthorizationService, DeviceVerificationService, UserCodeThrottleService],
   exports: [DeviceVerificationService],
 })
 export class DeviceFlowModule {}

@@ -5,16 +5,16 @@ import { randomToken, sha256 } from '../common/crypto/opaque-token.js';
 import { csrfMatches, csrfRefusal, type HtmlPage } from '../common/html/html-reply.js';
 import type { Requester } from '../common/http/requester.js';
 import { SecurityEvents } from '../common/logging/security-events.js';
-import { admitsUser, type SignInChoice, SignInMethods, onlyProvider } from '../identity-providers/sign-in-methods.service.js';
+import { admitsUser, type SignInChoice, SignInMethodsService, onlyProvider } from '../identity-providers/sign-in-methods.service.js';
 import { NOT_OFFERED, providersOnly, providerUnavailable } from '../identity-providers/sign-in/sign-in-messages.js';
 import { UpstreamFailure } from '../identity-providers/upstream-failure.js';
-import { UpstreamSignIn } from '../identity-providers/sign-in/upstream-sign-in.service.js';
+import { UpstreamSignInService } from '../identity-providers/sign-in/upstream-sign-in.service.js';
 import { messagePage } from '../common/html/page-layout.js';
 import { displayNameOf, type UserEntity } from '../users/user.entity.js';
 import { UsersService } from '../users/users.service.js';
 import { Env } from '../config/env.js';
-import { Metrics } from '../metrics/metrics.service.js';
-import { LoginAttempts, signInRefusal } from '../oauth-helper/login-attempts.service.js';
+import { MetricsService } from '../metrics/metrics.service.js';
+import { LoginAttemptsService, signInRefusal } from '../oauth-helper/login-attempts.service.js';
 import { type BrowserSession, BrowserSessionsRepository } from '../sessions/browser-sessions.repository.js';
 import { DeviceCodesRepository, type DeviceSignIn, type FoundDeviceCode } from '../codes/device-codes.repository.js';
 import { OAuthError } from '../oauth/oauth-error.js';
@@ -22,7 +22,7 @@ import { type OAuthParams, readOAuthParams } from '../oauth/oauth-params.js';
 import { codeMessages, flawedCodeMessage } from './code-messages.js';
 import { approvalPage, codeEntryPage, continueAsPage, decidedPage, deviceSignInPage } from './device-pages.js';
 import { normalizeUserCode, userCodeFlaw } from './user-code.js';
-import { UserCodeThrottle } from './user-code-throttle.service.js';
+import { UserCodeThrottleService } from './user-code-throttle.service.js';
 
 /** A user code that names a device authorization still waiting for its user. */
 interface FoundRequest {
@@ -93,12 +93,12 @@ export class DeviceVerificationService {
   constructor(
     private readonly deviceCodes: DeviceCodesRepository,
     private readonly clients: ClientsService,
-    private readonly logins: LoginAttempts,
-    private readonly throttle: UserCodeThrottle,
-    private readonly metrics: Metrics,
+    private readonly logins: LoginAttemptsService,
+    private readonly throttle: UserCodeThrottleService,
+    private readonly metrics: MetricsService,
     private readonly events: SecurityEvents,
-    private readonly methods: SignInMethods,
-    private readonly upstream: UpstreamSignIn,
+    private readonly methods: SignInMethodsService,
+    private readonly upstream: UpstreamSignInService,
     private readonly sessions: BrowserSessionsRepository,
     private readonly users: UsersService,
     private readonly env: Env,

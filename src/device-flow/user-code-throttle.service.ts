@@ -20,7 +20,7 @@ const KEY_SQL = `(SELECT 'user_code:' || encode(sha256(convert_to($1::text, 'UTF
  * looked up and given back when the code was right, so parallel guesses cannot outrun the count.
  */
 @Injectable()
-export class UserCodeThrottle {
+export class UserCodeThrottleService {
   constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
 
   /** Counts an entry from `address`: 0 when it may go ahead, else the seconds it must wait (nothing counted). */

@@ -17,7 +17,7 @@ export type GrantSelection = { grantId: string } | { userId: string; clientId?: 
 /**
  * The one path by which a grant is revoked, whoever decides it: it writes `revoked_at`, NOTIFYs
  * every instance (both only if the revoking transaction commits), and tells this instance's
- * mirror (RevokedGrants, which listens here) once it has, so a caller cannot forget to, nor tell
+ * mirror (RevokedGrantsService, which listens here) once it has, so a caller cannot forget to, nor tell
  * it of a revocation that rolled back. A process without the mirror (the CLI) is told nothing:
  * the servers hear of its revocations by the NOTIFY. The rule every revocation follows is in
  * revocations.ts.

@@ -3,7 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, type EntityManager } from 'typeorm';
 import { USER_ACCESS_TOKEN_TTL } from '../config/env.js';
 import { PreparedStatement } from '../database/prepared-statement.js';
-import { type IdTokenFacts, idTokenFactsSql } from '../token/id-tokens.js';
+import { type IdTokenFacts, idTokenFactsSql } from '../token/id-tokens.service.js';
 import type { GrantFlow } from './grant.js';
 import { currentScopeSql, issuedAfterStampSql } from './revocations.js';
 

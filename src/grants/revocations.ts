@@ -20,7 +20,7 @@ import { OPENID_SCOPES } from '../oauth/scope.js';
  *    token, answers a device poll, records an approval or hands over a code checks the user's
  *    status and stamp (and the void marks, the client, its scopes) itself, so nothing is issued
  *    from what a committed revocation ended;
- * 2. **at once on the instance that made it** (the in-memory sets of RevokedGrants, AccessTokens
+ * 2. **at once on the instance that made it** (the in-memory sets of RevokedGrantsService, AccessTokensService
  *    and KeysService are told, and its streams closed, when the transaction commits);
  * 3. **on every other instance within one NOTIFY**, and, for notices lost while an instance's
  *    listener was down, when it listens again (the sets are re-read and every open stream's
@@ -29,7 +29,7 @@ import { OPENID_SCOPES } from '../oauth/scope.js';
  *
  * A grant is revoked only through GrantRevocationsService.revoke, whoever decides it (a sign-out,
  * a client's deletion, a replayed code, a reused refresh token, /sso/revoke, a provider's
- * refusal): the one statement that writes `revoked_at` and NOTIFYs, and that tells RevokedGrants
+ * refusal): the one statement that writes `revoked_at` and NOTIFYs, and that tells RevokedGrantsService
  * when the transaction commits.
  *
  * Races between a sign-out and an issuance are settled by row locks: a sign-out first locks the

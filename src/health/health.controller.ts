@@ -3,7 +3,7 @@ import { ApiOkResponse, ApiOperation, ApiServiceUnavailableResponse, ApiTags } f
 import { HealthCheckService, type HealthCheckResult } from '@nestjs/terminus';
 import type { FastifyReply } from 'fastify';
 import { Env } from '../config/env.js';
-import { HealthRegistry } from './health-registry.js';
+import { HealthRegistryService } from './health-registry.service.js';
 import { HealthResponseDto, LivenessResponseDto } from './health-response.dto.js';
 import { VERSION } from './version.js';
 
@@ -14,7 +14,7 @@ const NO_STORE = { 'Cache-Control': { description: '`no-store`', schema: { type:
 export class HealthController {
   constructor(
     private readonly health: HealthCheckService,
-    private readonly registry: HealthRegistry,
+    private readonly registry: HealthRegistryService,
     private readonly env: Env,
   ) {}
 

@@ -1,18 +1,18 @@
 import { Module, type OnModuleInit } from '@nestjs/common';
 import { TerminusModule, TypeOrmHealthIndicator } from '@nestjs/terminus';
 import { Env } from '../config/env.js';
-import { HealthRegistry } from './health-registry.js';
+import { HealthRegistryService } from './health-registry.service.js';
 import { HealthController } from './health.controller.js';
 
 @Module({
   imports: [TerminusModule.forRoot({ errorLogStyle: 'json' })],
   controllers: [HealthController],
-  providers: [HealthRegistry],
-  exports: [HealthRegistry],
+  providers: [HealthRegistryService],
+  exports: [HealthRegistryService],
 })
 export class HealthModule implements OnModuleInit {
   constructor(
-    private readonly registry: HealthRegistry,
+    private readonly registry: HealthRegistryService,
     private readonly database: TypeOrmHealthIndicator,
     private readonly env: Env,
   ) {}

@@ -18,7 +18,7 @@ export class IdentityProviderEntity {
   @Column('text', { name: 'client_id' })
   clientId: string;
 
-  /** Sealed by UpstreamVault under the context `idp:NAME`; null for a public client (PKCE only). */
+  /** Sealed by UpstreamVaultService under the context `idp:NAME`; null for a public client (PKCE only). */
   @Column('bytea', { name: 'client_secret_sealed', nullable: true })
   clientSecretSealed: Buffer | null;
 

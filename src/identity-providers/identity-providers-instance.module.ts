@@ -3,8 +3,8 @@ import { TypeOrmModule } from '@nestjs/typeorm';
 import { HousekeepingModule } from '../database/housekeeping.module.js';
 import { IdentityProviderEntity } from './identity-provider.entity.js';
 import { IdentityProvidersModule } from './identity-providers.module.js';
-import { UpstreamRetention } from './upstream-retention.js';
-import { UpstreamSecretsCheck } from './upstream-secrets-check.js';
+import { UpstreamRetentionService } from './upstream-retention.service.js';
+import { UpstreamSecretsCheckService } from './upstream-secrets-check.service.js';
 
 /**
  * What a running service instance adds to the identity providers: the start-up check of their
@@ -12,6 +12,6 @@ import { UpstreamSecretsCheck } from './upstream-secrets-check.js';
  */
 @Module({
   imports: [IdentityProvidersModule, HousekeepingModule, TypeOrmModule.forFeature([IdentityProviderEntity])],
-  providers: [UpstreamRetention, UpstreamSecretsCheck],
+  providers: [UpstreamRetentionService, UpstreamSecretsCheckService],
 })
 export class IdentityProvidersInstanceModule {}

@@ -5,14 +5,14 @@ import { IdentityProvidersService } from './identity-providers.service.js';
 import { RelayHandOversRepository } from './relay/relay-hand-overs.repository.js';
 import { RelayService } from './relay/relay.service.js';
 import { RelayedTokensRepository } from './relay/relayed-tokens.repository.js';
-import { SignInConfirmations } from './sign-in/sign-in-confirmations.js';
-import { SignInMethods } from './sign-in-methods.service.js';
-import { UpstreamClients } from './upstream-clients.service.js';
-import { UpstreamSignIn } from './sign-in/upstream-sign-in.service.js';
+import { SignInConfirmationsService } from './sign-in/sign-in-confirmations.service.js';
+import { SignInMethodsService } from './sign-in-methods.service.js';
+import { UpstreamClientsService } from './upstream-clients.service.js';
+import { UpstreamSignInService } from './sign-in/upstream-sign-in.service.js';
 import { UpstreamSignInsRepository } from './sign-in/upstream-sign-ins.repository.js';
-import { UpstreamRecheck } from './sign-in/upstream-recheck.service.js';
+import { UpstreamRecheckService } from './sign-in/upstream-recheck.service.js';
 import { UpstreamSessionsRepository } from './sign-in/upstream-sessions.repository.js';
-import { UpstreamVault } from './upstream-vault.js';
+import { UpstreamVaultService } from './upstream-vault.service.js';
 
 /**
  * The portal's identity providers, upstream of the service: their registry, the service as a
@@ -21,8 +21,8 @@ import { UpstreamVault } from './upstream-vault.js';
  */
 @Module({
   imports: [TypeOrmModule.forFeature([IdentityProviderEntity])],
-  providers: [RelayHandOversRepository, RelayService, RelayedTokensRepository, IdentityProvidersService, SignInConfirmations, SignInMethods, UpstreamClients, UpstreamSignIn, UpstreamSignInsRepository, UpstreamSessionsRepository, UpstreamRecheck, UpstreamVault],
+  providers: [RelayHandOversRepository, RelayService, RelayedTokensRepository, IdentityProvidersService, SignInConfirmationsService, SignInMethodsService, UpstreamClientsService, UpstreamSignInService, UpstreamSignInsRepository, UpstreamSessionsRepository, UpstreamRecheckService, UpstreamVaultService],
   // The sign-in and relay repositories: for the instance module's purges too.
-  exports: [RelayService, RelayHandOversRepository, RelayedTokensRepository, UpstreamRecheck, UpstreamSessionsRepository, UpstreamSignInsRepository, IdentityProvidersService, SignInConfirmations, SignInMethods, UpstreamClients, UpstreamSignIn, UpstreamVault],
+  exports: [RelayService, RelayHandOversRepository, RelayedTokensRepository, UpstreamRecheckService, UpstreamSessionsRepository, UpstreamSignInsRepository, IdentityProvidersService, SignInConfirmationsService, SignInMethodsService, UpstreamClientsService, UpstreamSignInService, UpstreamVaultService],
 })
 export class IdentityProvidersModule {}

@@ -7,9 +7,9 @@ import { validateInput } from '../common/validation/validate-input.js';
 import { Env } from '../config/env.js';
 import { DEFAULT_IDP_SCOPES, IDP_NAME, IdentityProviderChangesDto, NewIdentityProviderDto } from './dto/identity-provider-input.dto.js';
 import { IdentityProviderEntity, LOCAL_SIGN_IN, secretContext } from './identity-provider.entity.js';
-import { isLoopback, UpstreamClients } from './upstream-clients.service.js';
+import { isLoopback, UpstreamClientsService } from './upstream-clients.service.js';
 import { UpstreamFailure } from './upstream-failure.js';
-import { UPSTREAM_NEEDS_KEK, UpstreamVault } from './upstream-vault.js';
+import { UPSTREAM_NEEDS_KEK, UpstreamVaultService } from './upstream-vault.service.js';
 
 /** A provider as operators see it: never its secret. */
 export interface IdentityProviderView {
@@ -44,8 +44,8 @@ const SECRET_MAX_LENGTH = 1000;
 export class IdentityProvidersService {
   constructor(
     @InjectRepository(IdentityProviderEntity) private readonly providers: Repository<IdentityProviderEntity>,
-    private readonly upstream: UpstreamClients,
-    private readonly vault: UpstreamVault,
+    private readonly upstream: UpstreamClientsService,
+    private readonly vault: UpstreamVaultService,
     private readonly env: Env,
   ) {}
 

@@ -3,7 +3,7 @@ import { InjectRepository } from '@nestjs/typeorm';
 import type { Repository } from 'typeorm';
 import { IdentityProviderEntity, LOCAL_SIGN_IN } from './identity-provider.entity.js';
 import { IdentityProvidersService } from './identity-providers.service.js';
-import { UpstreamClients } from './upstream-clients.service.js';
+import { UpstreamClientsService } from './upstream-clients.service.js';
 
 /** How a client's users may sign in, as its pages offer it. */
 export interface SignInChoice {
@@ -22,10 +22,10 @@ export const admitsUser = (choice: SignInChoice, user: { provider: string | null
   user.provider === null ? choice.local : choice.providers.some(({ name }) => name === user.provider);
 
 @Injectable()
-export class SignInMethods {
+export class SignInMethodsService {
   constructor(
     private readonly registry: IdentityProvidersService,
-    private readonly upstream: UpstreamClients,
+    private readonly upstream: UpstreamClientsService,
     @InjectRepository(IdentityProviderEntity) private readonly providers: Repository<IdentityProviderEntity>,
   ) {}
 

@@ -4,7 +4,7 @@ import * as oidc from 'openid-client';
 import { Env } from '../config/env.js';
 import { type IdentityProviderEntity, secretContext } from './identity-provider.entity.js';
 import { UpstreamFailure } from './upstream-failure.js';
-import { UpstreamVault } from './upstream-vault.js';
+import { UpstreamVaultService } from './upstream-vault.service.js';
 
 /** How long a provider's discovery document is trusted before it is fetched again. */
 const DISCOVERY_MAX_AGE_MS = 3600_000;
@@ -29,14 +29,14 @@ interface CachedConfiguration {
  * ID tokens are checked within IDP_CLOCK_TOLERANCE.
  */
 @Injectable()
-export class UpstreamClients {
+export class UpstreamClientsService {
   private readonly cache = new Map<string, CachedConfiguration>();
   /** Where each provider's authorization endpoint is, once known: pages allow their forms to lead there. */
   private readonly authorizationOrigins = new Map<string, string>();
 
   constructor(
     private readonly env: Env,
-    private readonly vault: UpstreamVault,
+    private readonly vault: UpstreamVaultService,
   ) {}
 
   /**

@@ -51,7 +51,7 @@ const VERIFIED_TEXT_BYTES = 16 * 1024 * 1024;
 
 /** Signs and verifies the service's JWTs with the shared signing keys (header: alg, typ, kid). */
 @Injectable()
-export class JwtSigner {
+export class JwtSignerService {
   private readonly verified = new LRUCache<string, Verified>({ maxSize: VERIFIED_TEXT_BYTES, sizeCalculation: (_value, token) => token.length });
 
   constructor(
@@ -76,7 +76,7 @@ export class JwtSigner {
       sign: async (claims, options) => {
         const alg = options.alg ?? this.keys.defaultAlg;
         const key = keys.get(alg);
-        if (!key) throw new Error(`no ${alg} key was prepared: pass ${alg} to JwtSigner.prepare`);
+        if (!key) throw new Error(`no ${alg} key was prepared: pass ${alg} to JwtSignerService.prepare`);
         return this.signWith(key, claims, options);
       },
     };

@@ -7,7 +7,7 @@ import { type KeyView, toKeyView, toNewKeyView } from './key-views.js';
 import { KeysRepository } from './keys.repository.js';
 import { KeysService } from './keys.service.js';
 import { newSigningKey } from './new-signing-key.js';
-import { PrivateKeyVault } from './private-key-vault.js';
+import { PrivateKeyVaultService } from './private-key-vault.service.js';
 import { SIGNING_ALGS, type SigningAlg, type SigningKeyEntity } from './signing-key.entity.js';
 
 type NewKeyView = ReturnType<typeof toNewKeyView>;
@@ -34,7 +34,7 @@ export class KeyAdminService {
 
   constructor(
     private readonly repository: KeysRepository,
-    private readonly vault: PrivateKeyVault,
+    private readonly vault: PrivateKeyVaultService,
     private readonly keys: KeysService,
     private readonly env: Env,
     private readonly events: SecurityEvents,
@@ -113,7 +113,7 @@ export class KeyAdminService {
     return result;
   }
 
-  /** Whether a new key beside `active` is sealed (see PrivateKeyVault.encryptsLike), saying so when the KEK goes unused. */
+  /** Whether a new key beside `active` is sealed (see PrivateKeyVaultService.encryptsLike), saying so when the KEK goes unused. */
   private encryptsLike(active: SigningKeyEntity): boolean {
     const encrypted = this.vault.encryptsLike(active);
     if (!encrypted && this.vault.hasKek) {

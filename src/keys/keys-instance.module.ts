@@ -1,7 +1,7 @@
 import { Module } from '@nestjs/common';
-import { KeyRevocationListener } from './key-revocation-listener.js';
+import { KeyRevocationListenerService } from './key-revocation-listener.service.js';
 import { KeysModule } from './keys.module.js';
-import { SigningKeyBootstrap } from './signing-key-bootstrap.js';
+import { SigningKeyBootstrapService } from './signing-key-bootstrap.service.js';
 
 /**
  * What a running service instance adds to the keys: the start-up bootstrap and the revocation
@@ -9,6 +9,6 @@ import { SigningKeyBootstrap } from './signing-key-bootstrap.js';
  */
 @Module({
   imports: [KeysModule],
-  providers: [SigningKeyBootstrap, KeyRevocationListener],
+  providers: [SigningKeyBootstrapService, KeyRevocationListenerService],
 })
 export class KeysInstanceModule {}

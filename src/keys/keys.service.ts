@@ -4,7 +4,7 @@ import type { JWK } from 'jose';
 import { Env } from '../config/env.js';
 import { KeyRing, type Signer, type SigningKey, type VerificationKey } from './key-ring.js';
 import { KeysRepository, type LiveKey } from './keys.repository.js';
-import { PrivateKeyVault } from './private-key-vault.js';
+import { PrivateKeyVaultService } from './private-key-vault.service.js';
 import type { SigningAlg } from './signing-key.entity.js';
 
 /** How long an instance trusts its copy of the keys when no notice says otherwise. */
@@ -14,7 +14,7 @@ const UNKNOWN_KID_RELOAD_MS = 5_000;
 
 /**
  * Signing keys shared by every instance through PostgreSQL, and the kids revoked among them.
- * Revocations arrive by NOTIFY (see KeyRevocationListener) and with every reload of the ring, so
+ * Revocations arrive by NOTIFY (see KeyRevocationListenerService) and with every reload of the ring, so
  * `isRevoked` answers from memory on the verification hot path.
  *
  * Which key signs is PostgreSQL's to say (SIGNS_NOW), one per algorithm: a rotated-in key is
@@ -47,7 +47,7 @@ export class KeysService {
 
   constructor(
     private readonly keys: KeysRepository,
-    private readonly vault: PrivateKeyVault,
+    private readonly vault: PrivateKeyVaultService,
     env: Env,
   ) {
     this.defaultAlg = env.SIGNING_ALG as SigningAlg;

@@ -1,7 +1,7 @@
 import { Column, CreateDateColumn, Entity, PrimaryColumn } from 'typeorm';
 import type { JWK } from 'jose';
 
-/** The algorithms the service signs with: it keeps an active key of each (see SigningKeyBootstrap). */
+/** The algorithms the service signs with: it keeps an active key of each (see SigningKeyBootstrapService). */
 export const SIGNING_ALGS = ['ES256', 'RS256'] as const;
 export type SigningAlg = (typeof SIGNING_ALGS)[number];
 

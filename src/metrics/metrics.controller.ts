@@ -2,13 +2,13 @@ import { Controller, Get, Header, UseGuards } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { ApiErrorResponse } from '../common/errors/api-error-response.decorator.js';
 import { MetricsAccessGuard } from './metrics-access.guard.js';
-import { Metrics } from './metrics.service.js';
+import { MetricsService } from './metrics.service.js';
 
 @ApiTags('health')
 @Controller('metrics')
 @UseGuards(MetricsAccessGuard)
 export class MetricsController {
-  constructor(private readonly metrics: Metrics) {}
+  constructor(private readonly metrics: MetricsService) {}
 
   @Get()
   @Header('Content-Type', 'text/plain; version=0.0.4; charset=utf-8')

@@ -1,11 +1,11 @@
 import { Global, Module } from '@nestjs/common';
 import { MetricsController } from './metrics.controller.js';
-import { Metrics } from './metrics.service.js';
+import { MetricsService } from './metrics.service.js';
 
 @Global()
 @Module({
   controllers: [MetricsController],
-  providers: [Metrics],
-  exports: [Metrics],
+  providers: [MetricsService],
+  exports: [MetricsService],
 })
 export class MetricsModule {}

@@ -6,7 +6,7 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
  * several app instances in one process each report their own figures.
  */
 @Injectable()
-export class Metrics {
+export class MetricsService {
   readonly registry = new Registry();
 
   readonly httpDuration = new Histogram({

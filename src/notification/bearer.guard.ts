@@ -4,7 +4,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiErrorResponse } from '../common/errors/api-error-response.decorator.js';
 import { Env } from '../config/env.js';
 import type { AccessTokenClaims } from '../token/access-tokens.service.js';
-import { BearerAuthenticator, BearerRejection } from './bearer-authenticator.js';
+import { BearerAuthenticatorService, BearerRejection } from './bearer-authenticator.service.js';
 
 /** Scope a publisher's token must carry (contract, "Notification service"). */
 export const PUBLISH_SCOPE = 'notification:publish';
@@ -29,7 +29,7 @@ export type AuthenticatedRequest = FastifyRequest & { token: AccessTokenClaims }
 @Injectable()
 export class BearerGuard implements CanActivate {
   constructor(
-    private readonly authenticator: BearerAuthenticator,
+    private readonly authenticator: BearerAuthenticatorService,
     private readonly reflector: Reflector,
     private readonly env: Env,
   ) {}

@@ -5,7 +5,7 @@ import { HousekeepingModule } from '../database/housekeeping.module.js';
 import { HealthModule } from '../health/health.module.js';
 import { KeysModule } from '../keys/keys.module.js';
 import { TokenModule } from '../token/token.module.js';
-import { BearerAuthenticator } from './bearer-authenticator.js';
+import { BearerAuthenticatorService } from './bearer-authenticator.service.js';
 import { BearerGuard } from './bearer.guard.js';
 import { DeliveryRepository } from './delivery/delivery.repository.js';
 import { DeliveryService } from './delivery/delivery.service.js';
@@ -36,7 +36,7 @@ import { StreamsService } from './streams/streams.service.js';
   imports: [ClientsModule, HousekeepingModule, KeysModule, TokenModule, HealthModule, TerminusModule, NotificationPublishingModule],
   controllers: [NotificationController, EventStreamController],
   providers: [
-    BearerAuthenticator,
+    BearerAuthenticatorService,
     BearerGuard,
     ConnectionRegistryService,
     DeliveryRepository,
@@ -52,6 +52,6 @@ import { StreamsService } from './streams/streams.service.js';
     StreamRevocationsService,
     StreamsService,
   ],
-  exports: [BearerAuthenticator, StreamAuthorizerService, DeliveryService],
+  exports: [BearerAuthenticatorService, StreamAuthorizerService, DeliveryService],
 })
 export class NotificationModule {}

@@ -1,6 +1,6 @@
 import type { ClientEntity } from '../clients/client.entity.js';
 import { isAppRedirectAllowed, readRedirectUrl } from '../clients/redirect-pattern.js';
-import type { IdTokenHint } from '../token/id-token-hints.js';
+import type { IdTokenHint } from '../token/id-token-hints.service.js';
 import { OAuthError } from '../oauth/oauth-error.js';
 import { type OAuthParams, readOAuthParams } from '../oauth/oauth-params.js';
 import { S256_CHALLENGE } from '../oauth/pkce.js';

@@ -9,7 +9,7 @@ import { csrfCookieValue, newCsrfToken, pageCsrfToken, sendHtmlPage } from '../c
 import { LoginFormDto } from './dto/login-form.dto.js';
 import type { LoginBrowser } from './login-browser.js';
 import { LoginService } from './login.service.js';
-import type { AuthorizeOutcome } from './sign-in-links.js';
+import type { AuthorizeOutcome } from './sign-in-links.service.js';
 import { Env } from '../config/env.js';
 import { sessionCookie, setSessionCookie } from '../sessions/session-cookie.js';
 

@@ -5,13 +5,13 @@ import { InvalidRedirectUrl, isRedirectAllowed, parseRedirectUrl } from '../clie
 import type { AnswerDeadline } from '../common/http/request-deadlines.js';
 import { Env } from '../config/env.js';
 import { RelayService } from '../identity-providers/relay/relay.service.js';
-import { AuthorizationCodeIssuer } from '../codes/authorization-code-issuer.js';
+import { AuthorizationCodeIssuerService } from '../codes/authorization-code-issuer.service.js';
 import { invalidRequest, OAuthError } from '../oauth/oauth-error.js';
 import { readOAuthParams } from '../oauth/oauth-params.js';
 import { S256_CHALLENGE } from '../oauth/pkce.js';
-import { ApprovedStates } from './approved-states.js';
+import { ApprovedStatesService } from './approved-states.service.js';
 import { PollLimiter } from './poll-limiter.js';
-import { InvalidState, StateTokens } from './state-tokens.service.js';
+import { InvalidState, StateTokensService } from './state-tokens.service.js';
 
 /** The helper flow's configuration, plus two fields its clients ignore and newer ones can use. */
 export interface HelperConfig {
@@ -34,9 +34,9 @@ export class HelperService {
 
   constructor(
     private readonly clients: ClientsService,
-    private readonly states: StateTokens,
-    private readonly codes: AuthorizationCodeIssuer,
-    private readonly approved: ApprovedStates,
+    private readonly states: StateTokensService,
+    private readonly codes: AuthorizationCodeIssuerService,
+    private readonly approved: ApprovedStatesService,
     private readonly env: Env,
     private readonly relay: RelayService,
   ) {

@@ -2,10 +2,10 @@ import { Injectable } from '@nestjs/common';
 import type { Requester } from '../common/http/requester.js';
 import { SecurityEvents } from '../common/logging/security-events.js';
 import { isPlausibleLogin } from '../users/dto/create-user.dto.js';
-import { PasswordCheckGate } from '../users/password-check-gate.js';
+import { PasswordCheckGateService } from '../users/password-check-gate.service.js';
 import type { UserEntity } from '../users/user.entity.js';
 import { type Authentication, UsersService } from '../users/users.service.js';
-import { LoginThrottle } from '../users/login-throttle.service.js';
+import { LoginThrottleService } from '../users/login-throttle.service.js';
 import { waitInWords } from './wait-in-words.js';
 
 export type LoginAttempt =
@@ -40,10 +40,10 @@ export function signInRefusal(attempt: Exclude<LoginAttempt, { outcome: 'signed-
  * database work at all; only then is the attempt counted and the password hashed.
  */
 @Injectable()
-export class LoginAttempts {
+export class LoginAttemptsService {
   constructor(
-    private readonly throttle: LoginThrottle,
-    private readonly gate: PasswordCheckGate,
+    private readonly throttle: LoginThrottleService,
+    private readonly gate: PasswordCheckGateService,
     private readonly users: UsersService,
     private readonly events: SecurityEvents,
   ) {}

@@ -3,21 +3,21 @@ import { csrfMatches, csrfRefusal } from '../common/html/html-reply.js';
 import type { Requester } from '../common/http/requester.js';
 import { messagePage } from '../common/html/page-layout.js';
 import { ENDED_SIGN_IN } from '../identity-providers/sign-in/ended-sign-in.js';
-import { SignInConfirmations } from '../identity-providers/sign-in/sign-in-confirmations.js';
-import { admitsUser, SignInMethods, onlyProvider } from '../identity-providers/sign-in-methods.service.js';
+import { SignInConfirmationsService } from '../identity-providers/sign-in/sign-in-confirmations.service.js';
+import { admitsUser, SignInMethodsService, onlyProvider } from '../identity-providers/sign-in-methods.service.js';
 import { ACCOUNT_DISABLED, NOT_OFFERED, providersOnly, providerUnavailable } from '../identity-providers/sign-in/sign-in-messages.js';
 import { UpstreamFailure } from '../identity-providers/upstream-failure.js';
-import { UpstreamSignIn } from '../identity-providers/sign-in/upstream-sign-in.service.js';
+import { UpstreamSignInService } from '../identity-providers/sign-in/upstream-sign-in.service.js';
 import { type BrowserSession, BrowserSessionsRepository } from '../sessions/browser-sessions.repository.js';
 import { readOAuthParams } from '../oauth/oauth-params.js';
 import { displayNameOf } from '../users/user.entity.js';
 import { UsersService } from '../users/users.service.js';
 import { isStandardRequest } from './authorization-request.js';
-import { LinkAnswers } from './link-answers.js';
-import { LoginAttempts, signInRefusal } from './login-attempts.service.js';
+import { LinkAnswersService } from './link-answers.service.js';
+import { LoginAttemptsService, signInRefusal } from './login-attempts.service.js';
 import type { LoginBrowser } from './login-browser.js';
 import { confirmPage, continueAsPage, loginPage } from './login-page.js';
-import { AGAIN, type AuthorizeOutcome, deviceAddress, errorPage, type SignInLink, SignInLinks } from './sign-in-links.js';
+import { AGAIN, type AuthorizeOutcome, deviceAddress, errorPage, type SignInLink, SignInLinksService } from './sign-in-links.service.js';
 
 /**
  * The login page (/sso/authorize) of a sign-in link, the helper's or a standard request's: who
@@ -27,12 +27,12 @@ import { AGAIN, type AuthorizeOutcome, deviceAddress, errorPage, type SignInLink
 @Injectable()
 export class LoginService {
   constructor(
-    private readonly links: SignInLinks,
-    private readonly answers: LinkAnswers,
-    private readonly logins: LoginAttempts,
-    private readonly methods: SignInMethods,
-    private readonly upstream: UpstreamSignIn,
-    private readonly confirmations: SignInConfirmations,
+    private readonly links: SignInLinksService,
+    private readonly answers: LinkAnswersService,
+    private readonly logins: LoginAttemptsService,
+    private readonly methods: SignInMethodsService,
+    private readonly upstream: UpstreamSignInService,
+    private readonly confirmations: SignInConfirmationsService,
     private readonly users: UsersService,
     private readonly sessions: BrowserSessionsRepository,
   ) {}

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { randomToken } from '../common/crypto/opaque-token.js';
 import { Env } from '../config/env.js';
-import { InvalidJwt, JwtSigner } from '../keys/jwt-signer.service.js';
+import { InvalidJwt, JwtSignerService } from '../keys/jwt-signer.service.js';
 import type { Prompt } from './authorization-request.js';
 
 /** Its own JOSE type, so a state can never pass as an access token or the other way round. */
@@ -45,9 +45,9 @@ export class InvalidState extends Error {
  * URL and PKCE challenge; one link yields one code.
  */
 @Injectable()
-export class StateTokens {
+export class StateTokensService {
   constructor(
-    private readonly signer: JwtSigner,
+    private readonly signer: JwtSignerService,
     private readonly env: Env,
   ) {}
 
@@ -77,7 +77,7 @@ export class StateTokens {
     try {
       return await this.signer.verify<StateClaims>(state, { typ: STATE_TYP, issuer: this.env.identityUrl });
     } catch (error) {
-      // jsonwebtoken checks the expiry after the signature, and JwtSigner keeps its message.
+      // jsonwebtoken checks the expiry after the signature, and JwtSignerService keeps its message.
       if (error instanceof InvalidJwt) throw new InvalidState(error.message === 'jwt expired' ? EXPIRED : 'state is invalid');
       throw error;
     }

@@ -4,15 +4,15 @@ import { ClientsService } from '../clients/clients.service.js';
 import { csrfMatches, csrfRefusal, type HtmlPage } from '../common/html/html-reply.js';
 import { messagePage } from '../common/html/page-layout.js';
 import { IdentityProvidersService } from '../identity-providers/identity-providers.service.js';
-import { UpstreamClients } from '../identity-providers/upstream-clients.service.js';
+import { UpstreamClientsService } from '../identity-providers/upstream-clients.service.js';
 import { UpstreamSessionsRepository } from '../identity-providers/sign-in/upstream-sessions.repository.js';
 import { BrowserSessionsRepository } from '../sessions/browser-sessions.repository.js';
-import { IdTokenHints } from '../token/id-token-hints.js';
+import { IdTokenHintsService } from '../token/id-token-hints.service.js';
 import { OAuthError } from '../oauth/oauth-error.js';
 import { type OAuthParams, readOAuthParams } from '../oauth/oauth-params.js';
 import { displayNameOf } from '../users/user.entity.js';
 import { confirmLogoutPage, signedOutPage } from './logout-pages.js';
-import { type AppReturn, ProviderLogoutReturns } from './provider-logout-returns.js';
+import { type AppReturn, ProviderLogoutReturnsService } from './provider-logout-returns.service.js';
 
 /** What /sso/logout answers; `endSession`: the browser's session cookie is to be cleared. */
 export type LogoutAnswer = ({ kind: 'redirect'; location: string } | { kind: 'page'; page: HtmlPage; form?: boolean }) & { endSession?: boolean };
@@ -36,13 +36,13 @@ const signedOut = (): LogoutAnswer => ({ kind: 'page', page: { status: 200, html
 @Injectable()
 export class LogoutService {
   constructor(
-    private readonly hints: IdTokenHints,
+    private readonly hints: IdTokenHintsService,
     private readonly clients: ClientsService,
     private readonly sessions: BrowserSessionsRepository,
     private readonly upstreamSessions: UpstreamSessionsRepository,
     private readonly registry: IdentityProvidersService,
-    private readonly upstream: UpstreamClients,
-    private readonly returns: ProviderLogoutReturns,
+    private readonly upstream: UpstreamClientsService,
+    private readonly returns: ProviderLogoutReturnsService,
   ) {}
 
   /** `confirmation`: the confirmation form's CSRF pair (its cookie and its field), when it is what was posted. */

@@ -9,7 +9,7 @@ import { UsersModule } from '../users/users.module.js';
 import { DiscoveryController } from './discovery.controller.js';
 import { LogoutController } from './logout.controller.js';
 import { LogoutService } from './logout.service.js';
-import { ProviderLogoutReturns } from './provider-logout-returns.js';
+import { ProviderLogoutReturnsService } from './provider-logout-returns.service.js';
 import { UserinfoController } from './userinfo.controller.js';
 import { UserinfoService } from './userinfo.service.js';
 
@@ -17,6 +17,6 @@ import { UserinfoService } from './userinfo.service.js';
 @Module({
   imports: [ClientsModule, IdentityProvidersModule, KeysModule, NotificationModule, SessionsModule, TokenModule, UsersModule],
   controllers: [DiscoveryController, LogoutController, UserinfoController],
-  providers: [LogoutService, ProviderLogoutReturns, UserinfoService],
+  providers: [LogoutService, ProviderLogoutReturnsService, UserinfoService],
 })
 export class OidcModule {}

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { type AuthenticatedToken, BearerAuthenticator, BearerRejection } from '../notification/bearer-authenticator.js';
+import { type AuthenticatedToken, BearerAuthenticatorService, BearerRejection } from '../notification/bearer-authenticator.service.js';
 import { readFormBody } from '../oauth/oauth-params.js';
 import { IdentityProvidersService } from '../identity-providers/identity-providers.service.js';
 import { UsersService } from '../users/users.service.js';
@@ -16,7 +16,7 @@ export type UserinfoClaims = ScopedClaims & { sub: string };
 @Injectable()
 export class UserinfoService {
   constructor(
-    private readonly bearer: BearerAuthenticator,
+    private readonly bearer: BearerAuthenticatorService,
     private readonly users: UsersService,
     private readonly providers: IdentityProvidersService,
   ) {}

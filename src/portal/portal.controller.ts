@@ -5,7 +5,7 @@ import type { FastifyReply } from 'fastify';
 import { ApiHtmlResponse } from '../common/html/api-html-response.decorator.js';
 import { sendPlainPage } from '../common/html/html-reply.js';
 import { homePage } from './home-page.js';
-import { PortalBranding } from './portal-branding.js';
+import { PortalBrandingService } from './portal-branding.service.js';
 
 /** A day: the page asks for the logo by a versioned address, so a changed file is a new address at once. */
 const LOGO_MAX_AGE_S = 86_400;
@@ -13,7 +13,7 @@ const LOGO_MAX_AGE_S = 86_400;
 @ApiTags('pages')
 @Controller()
 export class PortalController {
-  constructor(private readonly branding: PortalBranding) {}
+  constructor(private readonly branding: PortalBrandingService) {}
 
   @Get()
   @ApiOperation({ summary: "The service's home page (HTML): what it is, a link to connect a device with its code, and links to this documentation and to /health" })

@@ -1,10 +1,10 @@
 import { Module } from '@nestjs/common';
-import { PortalBranding } from './portal-branding.js';
+import { PortalBrandingService } from './portal-branding.service.js';
 import { PortalController } from './portal.controller.js';
 
 /** Whose service this is, for the person at the browser: the portal's name and logo on every page, and the home page. */
 @Module({
   controllers: [PortalController],
-  providers: [PortalBranding],
+  providers: [PortalBrandingService],
 })
 export class PortalModule {}

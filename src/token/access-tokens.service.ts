@@ -4,9 +4,9 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { Env } from '../config/env.js';
 import { NotifiedIdSet, notifiedIdPayloadSql } from '../database/notified-id-set.js';
-import { PgListener } from '../database/pg-listener.service.js';
-import { RevokedGrants } from '../grants/revoked-grants.js';
-import { JwtSigner, type JwtSigning } from '../keys/jwt-signer.service.js';
+import { PgListenerService } from '../database/pg-listener.service.js';
+import { RevokedGrantsService } from '../grants/revoked-grants.service.js';
+import { JwtSignerService, type JwtSigning } from '../keys/jwt-signer.service.js';
 
 /** RFC 9068 §2.1: the JOSE type of a JWT access token. */
 export const ACCESS_TOKEN_TYP = 'at+jwt';
@@ -40,17 +40,17 @@ const TOKEN_REVOKED_CHANNEL = 'vc_token_revoked';
 export type Revocation = { jti: string } | { grantId: string };
 
 @Injectable()
-export class AccessTokens implements OnApplicationShutdown {
+export class AccessTokensService implements OnApplicationShutdown {
   /** Revoked token ids, mirrored on every instance: each stream upgrade and publish checks them (and the revoked grants). */
   private readonly revoked: NotifiedIdSet;
   private readonly revocationListeners: ((revocation: Revocation) => void)[] = [];
 
   constructor(
-    private readonly signer: JwtSigner,
+    private readonly signer: JwtSignerService,
     private readonly env: Env,
     @InjectDataSource() private readonly dataSource: DataSource,
-    private readonly revokedGrants: RevokedGrants,
-    listener: PgListener,
+    private readonly revokedGrants: RevokedGrantsService,
+    listener: PgListenerService,
   ) {
     this.revoked = new NotifiedIdSet(
       listener,

@@ -9,8 +9,8 @@ import { GrantRevocationsService } from '../grants/grant-revocations.service.js'
 import { GrantsRepository } from '../grants/grants.repository.js';
 import { RefreshTokensRepository, type RefreshTokenRow } from '../grants/refresh-tokens.repository.js';
 import { InvalidJwt } from '../keys/jwt-signer.service.js';
-import { AccessTokens, type AccessTokenClaims } from './access-tokens.service.js';
-import { ClientAuthentication } from './client-authentication.js';
+import { AccessTokensService, type AccessTokenClaims } from './access-tokens.service.js';
+import { ClientAuthenticationService } from './client-authentication.service.js';
 import { invalidRequest } from '../oauth/oauth-error.js';
 import { readFormBody, requireParam } from '../oauth/oauth-params.js';
 
@@ -26,8 +26,8 @@ const INACTIVE = { active: false } as const;
 export class TokenInspectionService {
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
-    private readonly clientAuthentication: ClientAuthentication,
-    private readonly accessTokens: AccessTokens,
+    private readonly clientAuthentication: ClientAuthenticationService,
+    private readonly accessTokens: AccessTokensService,
     private readonly refreshTokens: RefreshTokensRepository,
     private readonly grants: GrantsRepository,
     private readonly revocations: GrantRevocationsService,

@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { type AnswerDeadline, NO_DEADLINE } from '../common/http/request-deadlines.js';
 import type { Requester } from '../common/http/requester.js';
-import { Metrics } from '../metrics/metrics.service.js';
-import { ClientAuthentication } from './client-authentication.js';
+import { MetricsService } from '../metrics/metrics.service.js';
+import { ClientAuthenticationService } from './client-authentication.service.js';
 import { AuthorizationCodeGrant } from './grants/authorization-code.grant.js';
 import { ClientCredentialsGrant } from './grants/client-credentials.grant.js';
 import { DeviceCodeGrant } from './grants/device-code.grant.js';
@@ -18,8 +18,8 @@ export class TokenService {
   private readonly identityGrants: Map<string, GrantHandler>;
 
   constructor(
-    private readonly clientAuthentication: ClientAuthentication,
-    private readonly metrics: Metrics,
+    private readonly clientAuthentication: ClientAuthenticationService,
+    private readonly metrics: MetricsService,
     authorizationCode: AuthorizationCodeGrant,
     refreshToken: RefreshTokenGrant,
     deviceCode: DeviceCodeGrant,

@@ -6,18 +6,18 @@ import type { Requester } from '../common/http/requester.js';
 import { SecurityEvents } from '../common/logging/security-events.js';
 import { DeviceVerificationService } from '../device-flow/device-verification.service.js';
 import { LoginService } from '../oauth-helper/login.service.js';
-import type { AuthorizeOutcome } from '../oauth-helper/sign-in-links.js';
+import type { AuthorizeOutcome } from '../oauth-helper/sign-in-links.service.js';
 import { displayNameOf, type UpstreamProfile } from '../users/user.entity.js';
 import { UsersService } from '../users/users.service.js';
-import { type CallbackResult, UpstreamSignIn } from '../identity-providers/sign-in/upstream-sign-in.service.js';
+import { type CallbackResult, UpstreamSignInService } from '../identity-providers/sign-in/upstream-sign-in.service.js';
 import { sessionContext, UpstreamSessionsRepository } from '../identity-providers/sign-in/upstream-sessions.repository.js';
 import type { SignInPurpose } from '../identity-providers/sign-in/upstream-sign-ins.repository.js';
-import { UpstreamVault } from '../identity-providers/upstream-vault.js';
+import { UpstreamVaultService } from '../identity-providers/upstream-vault.service.js';
 import { RelayService } from '../identity-providers/relay/relay.service.js';
-import { SignInConfirmations } from '../identity-providers/sign-in/sign-in-confirmations.js';
+import { SignInConfirmationsService } from '../identity-providers/sign-in/sign-in-confirmations.service.js';
 import { ACCOUNT_DISABLED } from '../identity-providers/sign-in/sign-in-messages.js';
 import { ClientsService } from '../clients/clients.service.js';
-import { Metrics } from '../metrics/metrics.service.js';
+import { MetricsService } from '../metrics/metrics.service.js';
 import { issuedAfterStamp } from '../grants/revocations.js';
 import { ENDED_SIGN_IN } from '../identity-providers/sign-in/ended-sign-in.js';
 
@@ -50,17 +50,17 @@ const REFUSALS: Record<Extract<CallbackResult, { outcome: 'refused' }>['reason']
 @Injectable()
 export class UpstreamCallbackService {
   constructor(
-    private readonly upstream: UpstreamSignIn,
+    private readonly upstream: UpstreamSignInService,
     private readonly login: LoginService,
     private readonly verification: DeviceVerificationService,
     private readonly users: UsersService,
     private readonly sessions: UpstreamSessionsRepository,
-    private readonly vault: UpstreamVault,
+    private readonly vault: UpstreamVaultService,
     private readonly events: SecurityEvents,
     private readonly relayed: RelayService,
-    private readonly confirmations: SignInConfirmations,
+    private readonly confirmations: SignInConfirmationsService,
     private readonly clients: ClientsService,
-    private readonly metrics: Metrics,
+    private readonly metrics: MetricsService,
   ) {}
 
   /**

@@ -43,7 +43,7 @@ export interface ThrottleKeys {
  * pooled connection while it waits for another.
  */
 @Injectable()
-export class LoginThrottle {
+export class LoginThrottleService {
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
     private readonly events: SecurityEvents,

@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
-import { LISTENER_NAME, PgListener } from '../../src/database/pg-listener.service.js';
+import { LISTENER_NAME, PgListenerService } from '../../src/database/pg-listener.service.js';
 import { clientToken, PUBLISH_SCOPE, type PublishBody, publish, SUBSCRIBE_SCOPE, validNotification } from '../factories/notification.factory.js';
 import { createClient } from '../factories/oauth.factory.js';
 import { openStream, type Stream } from '../factories/stream.factory.js';
@@ -188,7 +188,7 @@ describe('delivery cursors and several connections of one client', () => {
       // No new connection is let in (the pool's open ones keep working); the listener's is cut and cannot come back.
       await admin.query(`ALTER DATABASE ${database} ALLOW_CONNECTIONS false`);
       await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1 AND datname = $2', [LISTENER_NAME, database]);
-      await expect.poll(() => app.get(PgListener).isListening, { timeout: 5000, interval: 20 }).toBe(false);
+      await expect.poll(() => app.get(PgListenerService).isListening, { timeout: 5000, interval: 20 }).toBe(false);
       await sleep(4000); // the listener's retry delay has grown to seconds
       const body = await published(client.id);
       const started = Date.now();
@@ -199,6 +199,6 @@ describe('delivery cursors and several connections of one client', () => {
       await admin.query(`ALTER DATABASE ${database} ALLOW_CONNECTIONS true`);
       await admin.end();
     }
-    await expect.poll(() => app.get(PgListener).isListening, { timeout: 10_000, interval: 50 }).toBe(true);
+    await expect.poll(() => app.get(PgListenerService).isListening, { timeout: 10_000, interval: 50 }).toBe(true);
   });
 });

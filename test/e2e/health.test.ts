@@ -38,8 +38,8 @@ describe('GET /health', () => {
 
   it('answers 503 once shutdown has begun', async () => {
     const other = await startTestApp({}, app.databaseUrl);
-    const { HealthRegistry } = await import('../../src/health/health-registry.js');
-    other.get(HealthRegistry).beginShutdown();
+    const { HealthRegistryService } = await import('../../src/health/health-registry.service.js');
+    other.get(HealthRegistryService).beginShutdown();
     const { status, body } = await health(other);
     expect(status).toBe(503);
     expect(body).toMatchObject({ status: 'down', info: 'unhealthy: shutting down' });

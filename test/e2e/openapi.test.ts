@@ -7,7 +7,7 @@ import { ModulesContainer } from '@nestjs/core';
 import { DECORATORS } from '@nestjs/swagger';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ClientsService } from '../../src/clients/clients.service.js';
-import { ProviderLogoutReturns } from '../../src/oidc/provider-logout-returns.js';
+import { ProviderLogoutReturnsService } from '../../src/oidc/provider-logout-returns.service.js';
 import { UsersService } from '../../src/users/users.service.js';
 import { DEVICE_GRANT, VerificationPage, startDeviceAuthorization } from '../factories/device-flow.factory.js';
 import { clientToken, PUBLISH_SCOPE, publish, validNotification } from '../factories/notification.factory.js';
@@ -327,7 +327,7 @@ describe('OpenAPI description', () => {
     await answered('post /sso/logout', await postLogout({ post_logout_redirect_uri: 'https://app.example/bye' }));
     await answered('post /sso/logout', await postLogout({ csrf_token: 'forged' }));
     // Back from a provider's sign-out: on to the app for the service's own state, else "You're signed out".
-    const returning = await app.get(ProviderLogoutReturns).issue({ clientId: leaving.client_id, redirectUri: 'https://app.example/bye', state: 's' });
+    const returning = await app.get(ProviderLogoutReturnsService).issue({ clientId: leaving.client_id, redirectUri: 'https://app.example/bye', state: 's' });
     await answered('get /sso/logout/done', await fetch(`${app.baseUrl}/sso/logout/done?state=${returning}`, { redirect: 'manual' }));
     await answered('get /sso/logout/done', await fetch(`${app.baseUrl}/sso/logout/done?state=forged`, { redirect: 'manual' }));
 

@@ -2,7 +2,7 @@ import { decodeJwt } from 'jose';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ClientsService } from '../../src/clients/clients.service.js';
-import { PgListener } from '../../src/database/pg-listener.service.js';
+import { PgListenerService } from '../../src/database/pg-listener.service.js';
 import { KeysService } from '../../src/keys/keys.service.js';
 import { HousekeepingService } from '../../src/database/housekeeping.service.js';
 import { SignOutsRepository } from '../../src/grants/sign-outs.repository.js';
@@ -150,7 +150,7 @@ describe('revocation under races (one revocation model)', () => {
     const history = () => fetch(`${app.baseUrl}/voyage/notification/v1/notifications?after=0`, { headers: { authorization: `Bearer ${tokens.access_token}` } });
     expect((await history()).status).toBe(200);
     // The instance's LISTEN connection is busy for a moment: PostgreSQL holds its notices until it is idle again.
-    const listening = (app.get(PgListener) as unknown as { client: pg.Client }).client;
+    const listening = (app.get(PgListenerService) as unknown as { client: pg.Client }).client;
     const busy = listening.query('SELECT pg_sleep(1.5)');
     await sleep(100);
     expect((await revoke(app, client, tokens.refresh_token)).status).toBe(200);

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createRemoteJWKSet, decodeProtectedHeader, type JSONWebKeySet, jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { InvalidJwt, JwtSigner } from '../../src/keys/jwt-signer.service.js';
+import { InvalidJwt, JwtSignerService } from '../../src/keys/jwt-signer.service.js';
 import type { SigningAlg } from '../../src/keys/signing-key.entity.js';
 import { clientToken } from '../factories/notification.factory.js';
 import { createClient, type TestClient } from '../factories/oauth.factory.js';
@@ -26,7 +26,7 @@ describe('a signing key for each of ES256 and RS256', () => {
   const jwks = async () => (await (await fetch(jwksUrl())).json()) as JSONWebKeySet;
   /** An ID-token-shaped JWT (typ JWT) signed by the service with `alg`. */
   const signed = (alg: SigningAlg) =>
-    app.get(JwtSigner).sign({ iss: app.baseUrl, sub: 'user-1', aud: device.id }, { typ: 'JWT', expiresInSeconds: 300, alg });
+    app.get(JwtSignerService).sign({ iss: app.baseUrl, sub: 'user-1', aud: device.id }, { typ: 'JWT', expiresInSeconds: 300, alg });
   /** Verified as a relying party does: a fresh remote key set (no cache), the issuer, the audience, the one algorithm. */
   const relyingPartyVerify = (token: string, alg: SigningAlg) =>
     jwtVerify(token, createRemoteJWKSet(jwksUrl()), { issuer: app.baseUrl, audience: device.id, algorithms: [alg], typ: 'JWT' });
@@ -60,7 +60,7 @@ describe('a signing key for each of ES256 and RS256', () => {
       expect(protectedHeader).toEqual({ alg, typ: 'JWT', kid: keys[index].kid });
       expect(payload).toMatchObject({ iss: app.baseUrl, sub: 'user-1', aud: device.id, exp: payload.iat! + 300 });
       // The service verifies it too (ID token hints come back), its `JWT` type in any case.
-      await expect(app.get(JwtSigner).verify(token, { typ: 'JWT', issuer: app.baseUrl })).resolves.toMatchObject({ sub: 'user-1' });
+      await expect(app.get(JwtSignerService).verify(token, { typ: 'JWT', issuer: app.baseUrl })).resolves.toMatchObject({ sub: 'user-1' });
     }
     const accessToken = await clientToken(app, device);
     expect(decodeProtectedHeader(accessToken)).toEqual({ alg: 'ES256', typ: 'at+jwt', kid: keys[0].kid });
@@ -69,7 +69,7 @@ describe('a signing key for each of ES256 and RS256', () => {
   it('keys:revoke of the RS256 key refuses its tokens at once and has a new RS256 key sign, leaving the ES256 key alone', async () => {
     const [es256, rs256] = (await jwks()).keys;
     const token = await signed('RS256');
-    await app.get(JwtSigner).verify(token, { typ: 'jwt', issuer: app.baseUrl }); // remembered now
+    await app.get(JwtSignerService).verify(token, { typ: 'jwt', issuer: app.baseUrl }); // remembered now
     const accessToken = await clientToken(app, device);
     expect(await historyStatus(accessToken)).toBe(200);
 
@@ -79,7 +79,7 @@ describe('a signing key for each of ES256 and RS256', () => {
     expect(revoked).toMatchObject({ kid: rs256.kid, status: 'revoked', replaced_by: { alg: 'RS256' } });
 
     // The notice reaches the service through PostgreSQL: from then on the token is refused, remembered or not.
-    const outcome = () => app.get(JwtSigner).verify(token, { typ: 'jwt', issuer: app.baseUrl }).then(() => 'accepted', (error: unknown) => error instanceof InvalidJwt && 'refused');
+    const outcome = () => app.get(JwtSignerService).verify(token, { typ: 'jwt', issuer: app.baseUrl }).then(() => 'accepted', (error: unknown) => error instanceof InvalidJwt && 'refused');
     await expect.poll(outcome, { timeout: 3_000, interval: 50 }).toBe('refused');
     expect((await jwks()).keys.map((key) => key.kid)).toEqual([revoked.replaced_by!.kid, es256.kid]);
     await expect(relyingPartyVerify(token, 'RS256')).rejects.toMatchObject({ code: 'ERR_JWKS_NO_MATCHING_KEY' });

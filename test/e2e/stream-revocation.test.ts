@@ -4,7 +4,7 @@ import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ClientsRepository } from '../../src/clients/clients.repository.js';
 import { ClientsService } from '../../src/clients/clients.service.js';
-import { type AccessTokenClaims, AccessTokens } from '../../src/token/access-tokens.service.js';
+import { type AccessTokenClaims, AccessTokensService } from '../../src/token/access-tokens.service.js';
 import { clientToken, SUBSCRIBE_SCOPE } from '../factories/notification.factory.js';
 import { createClient, createUser, type TestClient } from '../factories/oauth.factory.js';
 import { openV2 } from '../factories/stream-clients.js';
@@ -190,7 +190,7 @@ describe('a revocation that lands while a stream is being let in', () => {
       await expect.poll(waiting, { timeout: 5_000, interval: 20 }).toBeGreaterThanOrEqual(1);
       await revokeMeanwhile();
       // The second instance has heard of it: what it closes now, it closes without this stream.
-      await expect.poll(() => second.get(AccessTokens).isRevoked(decodeJwt(token) as unknown as AccessTokenClaims), { timeout: 5_000, interval: 20 }).toBe(true);
+      await expect.poll(() => second.get(AccessTokensService).isRevoked(decodeJwt(token) as unknown as AccessTokenClaims), { timeout: 5_000, interval: 20 }).toBe(true);
     } finally {
       await session.query('ROLLBACK').finally(() => session.end());
     }

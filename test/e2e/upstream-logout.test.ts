@@ -3,8 +3,8 @@ import * as oidc from 'openid-client';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ClientsService } from '../../src/clients/clients.service.js';
-import { JwtSigner } from '../../src/keys/jwt-signer.service.js';
-import { LOGOUT_RETURN_TYP, ProviderLogoutReturns } from '../../src/oidc/provider-logout-returns.js';
+import { JwtSignerService } from '../../src/keys/jwt-signer.service.js';
+import { LOGOUT_RETURN_TYP, ProviderLogoutReturnsService } from '../../src/oidc/provider-logout-returns.service.js';
 import { issueState } from '../factories/state.factory.js';
 import { LOOPBACK_PATTERN } from '../factories/token-flow.factory.js';
 import { ALICE, confirmSignIn, createSignInClient, heading, newKek, type RegisteredProvider, registerProvider, startDeviceCallback } from '../factories/upstream.factory.js';
@@ -143,7 +143,7 @@ describe('logout of a user signed in through an identity provider', () => {
     });
 
     const done = (query: string) => fetch(`${app.baseUrl}/sso/logout/done${query}`, { redirect: 'manual' });
-    const stateFor = (redirectUri: string, state?: string) => app.get(ProviderLogoutReturns).issue({ clientId, redirectUri, ...(state === undefined ? {} : { state }) });
+    const stateFor = (redirectUri: string, state?: string) => app.get(ProviderLogoutReturnsService).issue({ clientId, redirectUri, ...(state === undefined ? {} : { state }) });
 
     /** "You're signed out", and no redirect. */
     async function expectSignedOutPage(answer: Response, what: string) {
@@ -169,7 +169,7 @@ describe('logout of a user signed in through an identity provider', () => {
       const { kid } = JSON.parse(Buffer.from(header, 'base64url').toString()) as { kid: string; alg: string };
       const { privateKey } = await generateKeyPair('ES256');
       const forged = await new SignJWT({ ...claims }).setProtectedHeader({ alg: 'ES256', typ: LOGOUT_RETURN_TYP, kid }).sign(privateKey);
-      const expired = await app.get(JwtSigner).sign({ iss: app.baseUrl, client_id: clientId, post_logout_redirect_uri: AFTER, state: 'old' }, { typ: LOGOUT_RETURN_TYP, expiresInSeconds: -60 });
+      const expired = await app.get(JwtSignerService).sign({ iss: app.baseUrl, client_id: clientId, post_logout_redirect_uri: AFTER, state: 'old' }, { typ: LOGOUT_RETURN_TYP, expiresInSeconds: -60 });
       const signInState = (await issueState(app, clientId)).state;
 
       for (const [what, query] of [

@@ -2,7 +2,7 @@ import type { TestingModule } from '@nestjs/testing';
 import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { GrantRevocationsService } from '../../src/grants/grant-revocations.service.js';
-import { RevokedGrants } from '../../src/grants/revoked-grants.js';
+import { RevokedGrantsService } from '../../src/grants/revoked-grants.service.js';
 import { RevokedGrantsModule } from '../../src/grants/revoked-grants.module.js';
 import { SignOutsRepository } from '../../src/grants/sign-outs.repository.js';
 import { startTestingModule } from '../factories/testing-module.js';
@@ -30,7 +30,7 @@ describe('GrantRevocationsService', () => {
   beforeEach(() => {
     told?.mockRestore();
     // The mirror's own add: the NOTIFY echo reaches the set beneath it, not this method.
-    told = vi.spyOn(app.get(RevokedGrants), 'add');
+    told = vi.spyOn(app.get(RevokedGrantsService), 'add');
   });
 
   const newGrant = async () => (await query<{ id: string }>(url, `INSERT INTO grants (client_id, user_id, scope, flow) VALUES ('tv', $1, NULL, 'helper') RETURNING id`, [userId]))[0].id;
@@ -57,7 +57,7 @@ describe('GrantRevocationsService', () => {
     ).rejects.toBe(failure);
     expect(told).not.toHaveBeenCalled();
     expect(await revokedAt(grantId)).toBeNull();
-    expect(app.get(RevokedGrants).has(grantId)).toBe(false);
+    expect(app.get(RevokedGrantsService).has(grantId)).toBe(false);
   });
 
   it('revokes a grant once: a second revocation revokes and tells nothing', async () => {

@@ -4,7 +4,7 @@ import { decodeProtectedHeader, type JWK, SignJWT } from 'jose';
 import { DataSource } from 'typeorm';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { dataSourceOptions } from '../../src/database/data-source.js';
-import { InvalidJwt, JwtSigner } from '../../src/keys/jwt-signer.service.js';
+import { InvalidJwt, JwtSignerService } from '../../src/keys/jwt-signer.service.js';
 import { KeyAdminService } from '../../src/keys/key-admin.service.js';
 import { open } from '../../src/keys/key-encryption.js';
 import { KeysInstanceModule } from '../../src/keys/keys-instance.module.js';
@@ -70,7 +70,7 @@ describe('KeysService', () => {
 
   /** Signs as access tokens are (SIGNING_ALG), or with `alg`, and verifies the token; the kid and alg of the key that signed. */
   const signAndVerify = async (app: TestingModule, alg?: SigningAlg) => {
-    const signer = app.get(JwtSigner);
+    const signer = app.get(JwtSignerService);
     const token = await signer.sign({ iss: ISSUER, sub: 'device' }, { typ: 'at+jwt', expiresInSeconds: 60, alg });
     return { ...(await signer.verifyWithKid<{ sub: string }>(token, { typ: 'at+jwt', issuer: ISSUER })), alg: decodeProtectedHeader(token).alg };
   };
@@ -109,7 +109,7 @@ describe('KeysService', () => {
     const url = await createTestDatabase();
     const app = await start(url);
     const [es256, rs256] = await storedKeys(url);
-    const signer = app.get(JwtSigner);
+    const signer = app.get(JwtSignerService);
     const both = await signer.prepare(['RS256']);
     const kidOf = (token: string) => decodeProtectedHeader(token).kid;
     expect(kidOf(await both.sign({ iss: ISSUER }, { typ: 'at+jwt', expiresInSeconds: 60 }))).toBe(es256.kid);
@@ -385,10 +385,10 @@ describe('KeysService', () => {
     it('works again after a restart with the same KEK, in any of its encodings', async () => {
       const url = await createTestDatabase();
       const first = await start(url, withKek(KEK, 'hex'));
-      const signed = await first.get(JwtSigner).sign({ iss: ISSUER }, { typ: 'at+jwt', expiresInSeconds: 60 });
+      const signed = await first.get(JwtSignerService).sign({ iss: ISSUER }, { typ: 'at+jwt', expiresInSeconds: 60 });
       await stop(first);
       const restarted = await start(url, withKek(KEK, 'base64url'));
-      await expect(restarted.get(JwtSigner).verify(signed, { typ: 'at+jwt', issuer: ISSUER })).resolves.toMatchObject({ iss: ISSUER });
+      await expect(restarted.get(JwtSignerService).verify(signed, { typ: 'at+jwt', issuer: ISSUER })).resolves.toMatchObject({ iss: ISSUER });
       expect((await signAndVerify(restarted)).kid).toBe((await storedKeys(url))[0].kid);
       expect(await storedKeys(url)).toHaveLength(2);
     });
@@ -415,7 +415,7 @@ describe('KeysService', () => {
       const url = await createTestDatabase();
       const plain = await start(url, SIGN_AT_ONCE);
       const { kid: signing } = await rotateEs256(plain);
-      const signed = await plain.get(JwtSigner).sign({ iss: ISSUER }, { typ: 'at+jwt', expiresInSeconds: 60 });
+      const signed = await plain.get(JwtSignerService).sign({ iss: ISSUER }, { typ: 'at+jwt', expiresInSeconds: 60 });
       const before = await storedKeys(url);
       expect(before.map((row) => row.private_key_pem)).toEqual(Array(3).fill(expect.stringContaining('BEGIN PRIVATE KEY')));
       await stop(plain);
@@ -427,7 +427,7 @@ describe('KeysService', () => {
         expect(row.private_key_pem).toBeNull();
         expect(privatePem(row)).toBe(before[index].private_key_pem);
       }
-      await expect(sealed.get(JwtSigner).verify(signed, { typ: 'at+jwt', issuer: ISSUER })).resolves.toMatchObject({ iss: ISSUER });
+      await expect(sealed.get(JwtSignerService).verify(signed, { typ: 'at+jwt', issuer: ISSUER })).resolves.toMatchObject({ iss: ISSUER });
       expect((await signAndVerify(sealed)).kid).toBe(signing);
     });
 
@@ -455,7 +455,7 @@ describe('KeysService', () => {
     it('withdraws a retired key at once: out of the JWKS, its tokens refused, cached ones included', async () => {
       const url = await createTestDatabase();
       const app = await start(url, SIGN_AT_ONCE);
-      const signer = app.get(JwtSigner);
+      const signer = app.get(JwtSignerService);
       const old = await signAndVerify(app);
       const token = await signer.sign({ iss: ISSUER }, { typ: 'at+jwt', expiresInSeconds: 60 });
       await signer.verify(token, { typ: 'at+jwt', issuer: ISSUER }); // remembered now
@@ -589,7 +589,7 @@ describe('KeysService', () => {
         new SignJWT({ iss: ISSUER }).setProtectedHeader({ alg: 'ES256', typ: 'at+jwt', kid: `unknown-${index}` }).setExpirationTime('1m').sign(privateKey),
       ),
     );
-    const outcomes = await Promise.allSettled(forged.map((token) => app.get(JwtSigner).verify(token, { typ: 'at+jwt', issuer: ISSUER })));
+    const outcomes = await Promise.allSettled(forged.map((token) => app.get(JwtSignerService).verify(token, { typ: 'at+jwt', issuer: ISSUER })));
     expect(outcomes.map((outcome) => outcome.status)).toEqual(Array(10).fill('rejected'));
     expect(reads).toHaveBeenCalledTimes(1);
   });

@@ -1,17 +1,17 @@
 import type { TestingModule } from '@nestjs/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LoginThrottle } from '../../src/users/login-throttle.service.js';
+import { LoginThrottleService } from '../../src/users/login-throttle.service.js';
 import { UsersModule } from '../../src/users/users.module.js';
 import { startTestingModule } from '../factories/testing-module.js';
 import { createTestDatabase } from '../setup/database.js';
 
-describe('LoginThrottle', () => {
+describe('LoginThrottleService', () => {
   let app: TestingModule;
-  let throttle: LoginThrottle;
+  let throttle: LoginThrottleService;
 
   beforeAll(async () => {
     app = await startTestingModule(await createTestDatabase(), UsersModule);
-    throttle = app.get(LoginThrottle);
+    throttle = app.get(LoginThrottleService);
   });
   afterAll(() => app?.close());
 

@@ -1,5 +1,5 @@
 import { expect } from 'vitest';
-import { LISTENER_NAME, PgListener } from '../../src/database/pg-listener.service.js';
+import { LISTENER_NAME, PgListenerService } from '../../src/database/pg-listener.service.js';
 import { query } from './database.js';
 import { startTestApp, type TestApp } from './test-app.js';
 
@@ -15,6 +15,6 @@ export function startSecondInstance(first: TestApp, vars: Record<string, string>
  */
 export async function reconnectListeners(instance: TestApp): Promise<void> {
   await query(instance.databaseUrl, 'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1 AND datname = current_database()', [LISTENER_NAME]);
-  await expect.poll(() => instance.get(PgListener).isListening, { timeout: 5000, interval: 20 }).toBe(false);
-  await expect.poll(() => instance.get(PgListener).isListening, { timeout: 5000, interval: 20 }).toBe(true);
+  await expect.poll(() => instance.get(PgListenerService).isListening, { timeout: 5000, interval: 20 }).toBe(false);
+  await expect.poll(() => instance.get(PgListenerService).isListening, { timeout: 5000, interval: 20 }).toBe(true);
 }

@@ -8,7 +8,7 @@ import type { RelayService } from '../../src/identity-providers/relay/relay.serv
 import type { AuthorizationCodeRow, AuthorizationCodesRepository } from '../../src/codes/authorization-codes.repository.js';
 import { AuthorizationCodeGrant, refusal } from '../../src/token/grants/authorization-code.grant.js';
 import { s256Challenge } from '../../src/oauth/pkce.js';
-import type { UserTokenIssuer } from '../../src/token/user-token-issuer.js';
+import type { UserTokenIssuerService } from '../../src/token/user-token-issuer.service.js';
 
 const VERIFIER = 'v'.repeat(43);
 const REDIRECT = 'https://rp.example/callback';
@@ -51,7 +51,7 @@ function grantWith({ redeemed, locked }: { redeemed: Awaited<ReturnType<Authoriz
     dataSource,
     codes as unknown as AuthorizationCodesRepository,
     revocations as unknown as GrantRevocationsService,
-    tokens as unknown as UserTokenIssuer,
+    tokens as unknown as UserTokenIssuerService,
     events as unknown as SecurityEvents,
     relay as unknown as RelayService,
   );

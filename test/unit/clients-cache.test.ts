@@ -2,13 +2,13 @@ import { describe, expect, it, vi } from 'vitest';
 import type { Repository } from 'typeorm';
 import type { ClientEntity } from '../../src/clients/client.entity.js';
 import { CLIENT_CHANGED_CHANNEL, ClientsRepository } from '../../src/clients/clients.repository.js';
-import type { PgListener } from '../../src/database/pg-listener.service.js';
+import type { PgListenerService } from '../../src/database/pg-listener.service.js';
 
-/** A PgListener that lets the test deliver a notification when it wants. */
+/** A PgListenerService that lets the test deliver a notification when it wants. */
 function fakeListener() {
   const handlers = new Map<string, (payload: string) => void>();
   const listener = { on: (channel: string, handler: (payload: string) => void) => handlers.set(channel, handler), onResume: () => {} };
-  return { listener: listener as unknown as PgListener, notify: (channel: string, payload: string) => handlers.get(channel)?.(payload) };
+  return { listener: listener as unknown as PgListenerService, notify: (channel: string, payload: string) => handlers.get(channel)?.(payload) };
 }
 
 const row = (enabled: boolean) => ({ id: 'c1', enabled }) as ClientEntity;

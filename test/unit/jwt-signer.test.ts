@@ -1,7 +1,7 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { JwtService } from '@nestjs/jwt';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { InvalidJwt, JwtSigner } from '../../src/keys/jwt-signer.service.js';
+import { InvalidJwt, JwtSignerService } from '../../src/keys/jwt-signer.service.js';
 import type { KeysService } from '../../src/keys/keys.service.js';
 
 /** A signer over one real ES256 key (SIGNING_ALG's), with a spy on the signature check and a set of revoked kids. */
@@ -19,10 +19,10 @@ function signer() {
   } as unknown as KeysService;
   const jwt = new JwtService();
   const check = vi.spyOn(jwt, 'verifyAsync');
-  return { signer: new JwtSigner(jwt, keys), check, revoked };
+  return { signer: new JwtSignerService(jwt, keys), check, revoked };
 }
 
-describe('JwtSigner.verify', () => {
+describe('JwtSignerService.verify', () => {
   afterEach(() => vi.useRealTimers());
 
   it('checks a signature once per token text, yet still refuses the token once it has expired', async () => {

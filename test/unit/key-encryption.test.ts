@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { loadEnv } from '../../src/config/env.js';
 import { EnvelopeError, open, parseKeyEncryptionKey, seal } from '../../src/keys/key-encryption.js';
-import { KeyEncryptionError, PrivateKeyVault } from '../../src/keys/private-key-vault.js';
+import { KeyEncryptionError, PrivateKeyVaultService } from '../../src/keys/private-key-vault.service.js';
 
 const PEM = '-----BEGIN PRIVATE KEY-----\nMIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQg\n-----END PRIVATE KEY-----\n';
 const KEK = randomBytes(32);
@@ -37,8 +37,8 @@ describe('key envelopes (AES-256-GCM)', () => {
   });
 });
 
-describe('PrivateKeyVault', () => {
-  const vault = (kek?: Buffer) => new PrivateKeyVault(loadEnv(kek ? { KEYS_ENCRYPTION_KEY: kek.toString('base64') } : {}));
+describe('PrivateKeyVaultService', () => {
+  const vault = (kek?: Buffer) => new PrivateKeyVaultService(loadEnv(kek ? { KEYS_ENCRYPTION_KEY: kek.toString('base64') } : {}));
 
   it('stores plain PEM without a KEK and a sealed envelope with one', () => {
     expect(vault().store('k', PEM, false)).toEqual({ privateKeyPem: PEM, privateKeyEncrypted: null });

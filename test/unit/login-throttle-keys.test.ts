@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { loadEnv } from '../../src/config/env.js';
 import { addressPrefix } from '../../src/common/http/address-prefix.js';
-import { PasswordCheckGate } from '../../src/users/password-check-gate.js';
+import { PasswordCheckGateService } from '../../src/users/password-check-gate.service.js';
 
 describe('addressPrefix', () => {
   it('keeps an IPv4 address whole', () => {
@@ -19,9 +19,9 @@ describe('addressPrefix', () => {
   });
 });
 
-describe('PasswordCheckGate', () => {
+describe('PasswordCheckGateService', () => {
   it('lets PASSWORD_CHECK_CONCURRENCY checks in at once, refuses the next, and takes a slot back once', () => {
-    const gate = new PasswordCheckGate(loadEnv({ PASSWORD_CHECK_CONCURRENCY: '2' }));
+    const gate = new PasswordCheckGateService(loadEnv({ PASSWORD_CHECK_CONCURRENCY: '2' }));
     const first = gate.tryEnter();
     const second = gate.tryEnter();
     expect(first).not.toBeNull();

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { loadEnv } from '../../src/config/env.js';
-import { Metrics } from '../../src/metrics/metrics.service.js';
+import { MetricsService } from '../../src/metrics/metrics.service.js';
 import type { PublishNotificationDto } from '../../src/notification/publish/dto/publish-notification.dto.js';
 import { NotificationPublisherService } from '../../src/notification/publish/notification-publisher.service.js';
 import type { InsertOutcome, NewNotification, NotificationsRepository } from '../../src/notification/publish/notifications.repository.js';
@@ -34,7 +34,7 @@ function storeFailingOn(rule: { poison?: string; lockedRecipient?: string; slowR
       );
     },
   } as unknown as NotificationsRepository;
-  return { publisher: new NotificationPublisherService(repository, loadEnv(rule.env ?? {}), new Metrics()), transactions, release: () => (lockHeld = false) };
+  return { publisher: new NotificationPublisherService(repository, loadEnv(rule.env ?? {}), new MetricsService()), transactions, release: () => (lockHeld = false) };
 }
 
 const publishAll = (publisher: NotificationPublisherService, bodies: PublishNotificationDto[]) =>

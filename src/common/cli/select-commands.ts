@@ -1,5 +1,5 @@
 import type { Type } from '@nestjs/common';
-import { commandName, commandsOf } from './command-definitions.js';
+import { commandName, commandsOf } from './command-definitions.module.js';
 
 /** What a command line needs: the one module that runs its command, or only the definitions of every command. */
 export type Selection = { module: Type } | { definitions: Type[] };

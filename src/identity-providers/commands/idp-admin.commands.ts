@@ -1,7 +1,7 @@
 import { Command, CommandRunner } from 'nest-commander';
 import { printJson } from '../../common/cli/output.js';
 import { IdentityProvidersService } from '../identity-providers.service.js';
-import { UpstreamVault } from '../upstream-vault.js';
+import { UpstreamVaultService } from '../upstream-vault.service.js';
 import { readClientSecret } from './read-client-secret.js';
 
 @Command({
@@ -12,7 +12,7 @@ import { readClientSecret } from './read-client-secret.js';
 export class IdpRotateSecretCommand extends CommandRunner {
   constructor(
     private readonly providers: IdentityProvidersService,
-    private readonly vault: UpstreamVault,
+    private readonly vault: UpstreamVaultService,
   ) {
     super();
   }

@@ -3,7 +3,7 @@ import { collect, printJson } from '../../common/cli/output.js';
 import { DEFAULT_IDP_SCOPES } from '../dto/identity-provider-input.dto.js';
 import { IDP_MODES } from '../identity-provider.entity.js';
 import { IdentityProvidersService } from '../identity-providers.service.js';
-import { UpstreamVault } from '../upstream-vault.js';
+import { UpstreamVaultService } from '../upstream-vault.service.js';
 import { readClientSecret } from './read-client-secret.js';
 
 interface Options {
@@ -23,7 +23,7 @@ interface Options {
 export class IdpCreateCommand extends CommandRunner {
   constructor(
     private readonly providers: IdentityProvidersService,
-    private readonly vault: UpstreamVault,
+    private readonly vault: UpstreamVaultService,
   ) {
     super();
   }

@@ -10,9 +10,9 @@ import type { IdentityProviderEntity } from '../identity-provider.entity.js';
 import { IdentityProvidersService } from '../identity-providers.service.js';
 import { RelayHandOversRepository, relayContext, type WaitingHandOver } from './relay-hand-overs.repository.js';
 import { RelayedTokensRepository } from './relayed-tokens.repository.js';
-import { UpstreamClients } from '../upstream-clients.service.js';
+import { UpstreamClientsService } from '../upstream-clients.service.js';
 import { UpstreamFailure } from '../upstream-failure.js';
-import { UpstreamVault } from '../upstream-vault.js';
+import { UpstreamVaultService } from '../upstream-vault.service.js';
 
 /** The provider's tokens in the helper flow's token response shape. */
 export interface RelayedTokenResponse {
@@ -36,8 +36,8 @@ export class RelayService {
     private readonly handOvers: RelayHandOversRepository,
     private readonly relayed: RelayedTokensRepository,
     private readonly registry: IdentityProvidersService,
-    private readonly upstream: UpstreamClients,
-    private readonly vault: UpstreamVault,
+    private readonly upstream: UpstreamClientsService,
+    private readonly vault: UpstreamVaultService,
     private readonly env: Env,
     @InjectDataSource() private readonly dataSource: DataSource,
   ) {}

@@ -2,10 +2,10 @@ import { Injectable } from '@nestjs/common';
 import * as oidc from 'openid-client';
 import { Env } from '../../config/env.js';
 import { IdentityProvidersService } from '../identity-providers.service.js';
-import { UpstreamClients } from '../upstream-clients.service.js';
+import { UpstreamClientsService } from '../upstream-clients.service.js';
 import { UpstreamFailure } from '../upstream-failure.js';
 import { sessionContext, type UpstreamSession, UpstreamSessionsRepository } from './upstream-sessions.repository.js';
-import { UpstreamVault } from '../upstream-vault.js';
+import { UpstreamVaultService } from '../upstream-vault.service.js';
 
 /** What the provider said of a brokered user at a refresh of their grant. */
 export type RecheckOutcome =
@@ -26,12 +26,12 @@ export type RecheckOutcome =
  * takes for theft: a refresh arriving meanwhile is told to try again (503).
  */
 @Injectable()
-export class UpstreamRecheck {
+export class UpstreamRecheckService {
   constructor(
     private readonly sessions: UpstreamSessionsRepository,
     private readonly registry: IdentityProvidersService,
-    private readonly upstream: UpstreamClients,
-    private readonly vault: UpstreamVault,
+    private readonly upstream: UpstreamClientsService,
+    private readonly vault: UpstreamVaultService,
     private readonly env: Env,
   ) {}
 

@@ -5,10 +5,10 @@ import type { AnswerDeadline } from '../../common/http/request-deadlines.js';
 import { Env } from '../../config/env.js';
 import type { IdentityProviderEntity } from '../identity-provider.entity.js';
 import { IdentityProvidersService } from '../identity-providers.service.js';
-import { UpstreamClients } from '../upstream-clients.service.js';
+import { UpstreamClientsService } from '../upstream-clients.service.js';
 import { UpstreamFailure } from '../upstream-failure.js';
 import { type SignInPurpose, UpstreamSignInsRepository, type UntakenReason } from './upstream-sign-ins.repository.js';
-import { UpstreamVault } from '../upstream-vault.js';
+import { UpstreamVaultService } from '../upstream-vault.service.js';
 
 /** The provider's answer, checked: its tokens and the ID token's claims (merged with userinfo's when asked). */
 export interface UpstreamIdentity {
@@ -39,12 +39,12 @@ const verifierContext = (stateHash: Buffer) => `upstream-sign-in:${stateHash.toS
  * `iss`, the ID token's signature, iss, aud, azp, exp, iat and nonce).
  */
 @Injectable()
-export class UpstreamSignIn {
+export class UpstreamSignInService {
   constructor(
     private readonly registry: IdentityProvidersService,
-    private readonly upstream: UpstreamClients,
+    private readonly upstream: UpstreamClientsService,
     private readonly signIns: UpstreamSignInsRepository,
-    private readonly vault: UpstreamVault,
+    private readonly vault: UpstreamVaultService,
     private readonly env: Env,
   ) {}
 

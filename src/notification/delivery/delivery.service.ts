@@ -1,7 +1,7 @@
 import { Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { Batcher } from '../../common/batching/batcher.js';
 import { Env } from '../../config/env.js';
-import { Metrics } from '../../metrics/metrics.service.js';
+import { MetricsService } from '../../metrics/metrics.service.js';
 import { isDatabaseUnavailable } from '../../common/errors/database-unavailable.js';
 import { CursorBook, type CursorSave, type Progress } from './cursor-book.js';
 import { DeliveryRepository, type ReadAfter, type ResumeFacts, type ResumeFactsRequest, type StoredNotification } from './delivery.repository.js';
@@ -89,7 +89,7 @@ export class DeliveryService implements OnModuleInit, OnApplicationShutdown {
   constructor(
     private readonly notifications: DeliveryRepository,
     private readonly env: Env,
-    private readonly metrics: Metrics,
+    private readonly metrics: MetricsService,
   ) {
     this.reads = new Batcher((requests) => notifications.after(requests), READS_PER_QUERY);
     this.starts = new Batcher(

@@ -1,8 +1,8 @@
 import { Injectable, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
 import { HealthIndicatorService } from '@nestjs/terminus';
 import { CLIENT_CHANGED_CHANNEL } from '../../clients/clients.repository.js';
-import { PgListener } from '../../database/pg-listener.service.js';
-import { HealthRegistry } from '../../health/health-registry.js';
+import { PgListenerService } from '../../database/pg-listener.service.js';
+import { HealthRegistryService } from '../../health/health-registry.service.js';
 import { DeliveryService } from './delivery.service.js';
 import { PREVIOUS_RELEASE_CHANNEL, WAKE_CHANNEL, wakeKeysIn } from '../publish/wake-ups.js';
 
@@ -23,9 +23,9 @@ export class NotificationListenerService implements OnModuleInit, OnModuleDestro
   private poller?: NodeJS.Timeout;
 
   constructor(
-    private readonly listener: PgListener,
+    private readonly listener: PgListenerService,
     private readonly delivery: DeliveryService,
-    health: HealthRegistry,
+    health: HealthRegistryService,
     indicator: HealthIndicatorService,
   ) {
     listener.on(WAKE_CHANNEL, (payload) => delivery.wakeByKeys(wakeKeysIn(payload)));

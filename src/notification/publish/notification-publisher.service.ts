@@ -4,7 +4,7 @@ import { invalidInput } from '../../common/errors/app-error.js';
 import { RequestDeadlineError } from '../../common/errors/temporarily-unavailable.js';
 import { Env } from '../../config/env.js';
 import { databaseUnavailableReason } from '../../common/errors/database-unavailable.js';
-import { Metrics } from '../../metrics/metrics.service.js';
+import { MetricsService } from '../../metrics/metrics.service.js';
 import { type PublishNotificationDto, toPushedMessage } from './dto/publish-notification.dto.js';
 import { type InsertOutcome, type NewNotification, NotificationsRepository } from './notifications.repository.js';
 
@@ -66,7 +66,7 @@ export class NotificationPublisherService {
   constructor(
     private readonly notifications: NotificationsRepository,
     private readonly env: Env,
-    private readonly metrics: Metrics,
+    private readonly metrics: MetricsService,
   ) {
     this.writes = new Batcher((batch) => this.store(batch), {
       maxBatch: MAX_BATCH,

@@ -4,7 +4,7 @@ import type { FastifyReply } from 'fastify';
 import Negotiator from 'negotiator';
 import { ApiErrorResponse, RETRY_AFTER_HEADER } from '../../common/errors/api-error-response.decorator.js';
 import { Env } from '../../config/env.js';
-import { BearerAuthenticator, BearerRejection } from '../bearer-authenticator.js';
+import { BearerAuthenticatorService, BearerRejection } from '../bearer-authenticator.service.js';
 import { ApiBearerRefusals, type AuthenticatedRequest, BearerGuard, Requires } from '../bearer.guard.js';
 import { EVENT_STREAM_HEADERS, EventStream, type EventStreamGzip } from './event-streams.js';
 import { readResumePosition } from './resume-position.js';
@@ -27,7 +27,7 @@ export const EVENT_STREAM_ROUTE = 'voyage/notification/v1/sse/products';
 export class EventStreamController {
   constructor(
     private readonly streams: StreamsService,
-    private readonly authenticator: BearerAuthenticator,
+    private readonly authenticator: BearerAuthenticatorService,
     private readonly env: Env,
   ) {}
 

@@ -1,5 +1,5 @@
 import { Injectable, type OnModuleInit } from '@nestjs/common';
-import { Metrics } from '../../metrics/metrics.service.js';
+import { MetricsService } from '../../metrics/metrics.service.js';
 import { DeliveryService } from '../delivery/delivery.service.js';
 import { NotificationGateway } from './notification.gateway.js';
 
@@ -7,7 +7,7 @@ import { NotificationGateway } from './notification.gateway.js';
 @Injectable()
 export class NotificationMetricsService implements OnModuleInit {
   constructor(
-    private readonly metrics: Metrics,
+    private readonly metrics: MetricsService,
     private readonly gateway: NotificationGateway,
     private readonly delivery: DeliveryService,
   ) {}

@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { type OnGatewayConnection, WebSocketGateway } from '@nestjs/websockets';
 import type { WebSocket } from 'ws';
-import { Metrics } from '../../metrics/metrics.service.js';
+import { MetricsService } from '../../metrics/metrics.service.js';
 import { ConnectionRegistryService } from './connection-registry.service.js';
 import { DeliveryService } from '../delivery/delivery.service.js';
 import { resumeOfUpgrade, tokenOfUpgrade } from './notification-ws.adapter.js';
@@ -24,7 +24,7 @@ export class NotificationGateway implements OnGatewayConnection {
     private readonly connections: ConnectionRegistryService,
     private readonly authorizer: StreamAuthorizerService,
     private readonly v2Messages: ProtocolV2MessagesService,
-    private readonly metrics: Metrics,
+    private readonly metrics: MetricsService,
   ) {}
 
   get openConnections(): number {

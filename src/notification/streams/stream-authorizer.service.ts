@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import { Injectable } from '@nestjs/common';
 import { decodeProtectedHeader } from 'jose';
 import { Env } from '../../config/env.js';
-import { BearerAuthenticator, BearerRejection } from '../bearer-authenticator.js';
+import { BearerAuthenticatorService, BearerRejection } from '../bearer-authenticator.service.js';
 import type { ResumePosition } from '../delivery/delivery.service.js';
 import { readResumePosition } from './resume-position.js';
 import type { StreamToken } from './streams.service.js';
@@ -22,7 +22,7 @@ export class StreamAuthorizerService {
   private readonly allowedOrigins: Set<string> | null;
 
   constructor(
-    private readonly authenticator: BearerAuthenticator,
+    private readonly authenticator: BearerAuthenticatorService,
     private readonly env: Env,
   ) {
     // Origins as browsers send them: lower case, no trailing slash.

@@ -2,7 +2,7 @@ import { Injectable, Logger, type OnModuleDestroy, type OnModuleInit } from '@ne
 import { ClientsService } from '../../clients/clients.service.js';
 import { Env } from '../../config/env.js';
 import { isDatabaseUnavailable } from '../../common/errors/database-unavailable.js';
-import { PgListener } from '../../database/pg-listener.service.js';
+import { PgListenerService } from '../../database/pg-listener.service.js';
 import { ConnectionRegistryService } from './connection-registry.service.js';
 import { NotificationListenerService } from '../delivery/notification-listener.service.js';
 
@@ -34,7 +34,7 @@ export class StreamHeartbeatService implements OnModuleInit, OnModuleDestroy {
     private readonly connections: ConnectionRegistryService,
     private readonly clients: ClientsService,
     private readonly notifications: NotificationListenerService,
-    private readonly listener: PgListener,
+    private readonly listener: PgListenerService,
     private readonly env: Env,
   ) {}
 

@@ -1,9 +1,9 @@
 import { Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { ClientsService } from '../../clients/clients.service.js';
 import { Env } from '../../config/env.js';
-import { PgListener } from '../../database/pg-listener.service.js';
+import { PgListenerService } from '../../database/pg-listener.service.js';
 import { KeysService } from '../../keys/keys.service.js';
-import { AccessTokens } from '../../token/access-tokens.service.js';
+import { AccessTokensService } from '../../token/access-tokens.service.js';
 import { CloseCode } from './close-codes.js';
 import { ConnectionRegistryService, type StreamConnection } from './connection-registry.service.js';
 import { NotificationListenerService } from '../delivery/notification-listener.service.js';
@@ -24,11 +24,11 @@ export class StreamRevocationsService implements OnModuleInit {
 
   constructor(
     private readonly connections: ConnectionRegistryService,
-    private readonly accessTokens: AccessTokens,
+    private readonly accessTokens: AccessTokensService,
     private readonly keys: KeysService,
     private readonly clients: ClientsService,
     private readonly notifications: NotificationListenerService,
-    private readonly listener: PgListener,
+    private readonly listener: PgListenerService,
     private readonly env: Env,
   ) {}
 

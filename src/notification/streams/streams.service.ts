@@ -1,7 +1,7 @@
 import { type BeforeApplicationShutdown, Injectable, Logger } from '@nestjs/common';
 import { Env } from '../../config/env.js';
 import { isDatabaseUnavailable } from '../../common/errors/database-unavailable.js';
-import { Metrics } from '../../metrics/metrics.service.js';
+import { MetricsService } from '../../metrics/metrics.service.js';
 import type { AccessTokenClaims } from '../../token/access-tokens.service.js';
 import { CloseCode } from './close-codes.js';
 import { ConnectionRegistryService, type StreamConnection } from './connection-registry.service.js';
@@ -44,7 +44,7 @@ export class StreamsService implements BeforeApplicationShutdown {
     private readonly delivery: DeliveryService,
     private readonly connections: ConnectionRegistryService,
     private readonly env: Env,
-    private readonly metrics: Metrics,
+    private readonly metrics: MetricsService,
   ) {}
 
   /** Why a new stream of this client cannot open here now, if it cannot: the client reconnects later (here or elsewhere). */

@@ -16,7 +16,7 @@ import { type OAuthParams, requireParam } from '../../oauth/oauth-params.js';
 import { isVerifier, s256Challenge, verifierMatches } from '../../oauth/pkce.js';
 import { assertScopeAllowed, formatScope, parseScope, userGrantScopes } from '../../oauth/scope.js';
 import { inTokenTransaction } from '../token-transaction.js';
-import { UserTokenIssuer, type UserTokenResponse } from '../user-token-issuer.js';
+import { UserTokenIssuerService, type UserTokenResponse } from '../user-token-issuer.service.js';
 import type { GrantHandler } from './grant-handler.js';
 
 /**
@@ -32,7 +32,7 @@ export class AuthorizationCodeGrant implements GrantHandler<UserTokenResponse | 
     @InjectDataSource() private readonly dataSource: DataSource,
     private readonly codes: AuthorizationCodesRepository,
     private readonly revocations: GrantRevocationsService,
-    private readonly tokens: UserTokenIssuer,
+    private readonly tokens: UserTokenIssuerService,
     private readonly events: SecurityEvents,
     private readonly relay: RelayService,
   ) {}

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { ClientEntity } from '../../clients/client.entity.js';
 import { Env } from '../../config/env.js';
-import { AccessTokens } from '../access-tokens.service.js';
+import { AccessTokensService } from '../access-tokens.service.js';
 import { OAuthError } from '../../oauth/oauth-error.js';
 import type { OAuthParams } from '../../oauth/oauth-params.js';
 import { assertScopeAllowed, formatScope, parseScope } from '../../oauth/scope.js';
@@ -28,7 +28,7 @@ export class ClientCredentialsGrant implements GrantHandler<ClientTokenResponse>
   private readonly allowedResources: Map<string, string>;
 
   constructor(
-    private readonly accessTokens: AccessTokens,
+    private readonly accessTokens: AccessTokensService,
     private readonly env: Env,
   ) {
     // Each entry was checked to be an absolute URI when the configuration was loaded.

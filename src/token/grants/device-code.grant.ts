@@ -7,12 +7,12 @@ import type { AnswerDeadline } from '../../common/http/request-deadlines.js';
 import { GrantsRepository } from '../../grants/grants.repository.js';
 import { RelayHandOversRepository } from '../../identity-providers/relay/relay-hand-overs.repository.js';
 import { type RelayedTokenResponse, RelayService } from '../../identity-providers/relay/relay.service.js';
-import { Metrics } from '../../metrics/metrics.service.js';
+import { MetricsService } from '../../metrics/metrics.service.js';
 import { DeviceCodesRepository, type PollOutcome, SLOW_DOWN_STEP_SECONDS } from '../../codes/device-codes.repository.js';
 import { OAuthError, type OAuthErrorCode } from '../../oauth/oauth-error.js';
 import { type OAuthParams, requireParam } from '../../oauth/oauth-params.js';
 import { inTokenTransaction } from '../token-transaction.js';
-import { UserTokenIssuer, type UserTokenResponse } from '../user-token-issuer.js';
+import { UserTokenIssuerService, type UserTokenResponse } from '../user-token-issuer.service.js';
 import type { GrantHandler } from './grant-handler.js';
 
 /** RFC 8628 §3.5: what a poll that brings no token answers. */
@@ -37,8 +37,8 @@ export class DeviceCodeGrant implements GrantHandler<UserTokenResponse | Relayed
     @InjectDataSource() private readonly dataSource: DataSource,
     private readonly deviceCodes: DeviceCodesRepository,
     private readonly grants: GrantsRepository,
-    private readonly tokens: UserTokenIssuer,
-    private readonly metrics: Metrics,
+    private readonly tokens: UserTokenIssuerService,
+    private readonly metrics: MetricsService,
     private readonly handOvers: RelayHandOversRepository,
     private readonly relay: RelayService,
   ) {}

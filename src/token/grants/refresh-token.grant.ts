@@ -11,12 +11,12 @@ import { GrantRevocationsService } from '../../grants/grant-revocations.service.
 import { RefreshTokensRepository } from '../../grants/refresh-tokens.repository.js';
 import { invalidGrant, OAuthError } from '../../oauth/oauth-error.js';
 import { type RelayedTokenResponse, RelayService } from '../../identity-providers/relay/relay.service.js';
-import { Metrics } from '../../metrics/metrics.service.js';
-import { UpstreamRecheck } from '../../identity-providers/sign-in/upstream-recheck.service.js';
+import { MetricsService } from '../../metrics/metrics.service.js';
+import { UpstreamRecheckService } from '../../identity-providers/sign-in/upstream-recheck.service.js';
 import { type OAuthParams, requireParam } from '../../oauth/oauth-params.js';
 import { assertScopeAllowed, formatScope, parseScope } from '../../oauth/scope.js';
 import { inTokenTransaction } from '../token-transaction.js';
-import { UserTokenIssuer, type UserTokenResponse } from '../user-token-issuer.js';
+import { UserTokenIssuerService, type UserTokenResponse } from '../user-token-issuer.service.js';
 import type { GrantHandler } from './grant-handler.js';
 
 /** RFC 6749 §6 with rotation and reuse detection (RFC 9700 §4.14.2). */
@@ -28,12 +28,12 @@ export class RefreshTokenGrant implements GrantHandler<UserTokenResponse | Relay
     @InjectDataSource() private readonly dataSource: DataSource,
     private readonly refreshTokens: RefreshTokensRepository,
     private readonly revocations: GrantRevocationsService,
-    private readonly tokens: UserTokenIssuer,
+    private readonly tokens: UserTokenIssuerService,
     private readonly env: Env,
     private readonly events: SecurityEvents,
-    private readonly upstream: UpstreamRecheck,
+    private readonly upstream: UpstreamRecheckService,
     private readonly relay: RelayService,
-    private readonly metrics: Metrics,
+    private readonly metrics: MetricsService,
   ) {}
 
   /**

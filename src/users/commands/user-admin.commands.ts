@@ -1,7 +1,7 @@
 import { Command, CommandRunner } from 'nest-commander';
 import { printJson } from '../../common/cli/output.js';
 import { UsernameCommand, type UsernameOptions } from '../../common/cli/username-command.js';
-import { LoginThrottle } from '../login-throttle.service.js';
+import { LoginThrottleService } from '../login-throttle.service.js';
 import { UsersService } from '../users.service.js';
 
 @Command({ name: 'user:list', description: 'list portal users, oldest first (never passwords)' })
@@ -19,7 +19,7 @@ export class UserListCommand extends CommandRunner {
 export class UserUnlockCommand extends UsernameCommand {
   constructor(
     private readonly users: UsersService,
-    private readonly throttle: LoginThrottle,
+    private readonly throttle: LoginThrottleService,
   ) {
     super();
   }

@@ -4,7 +4,7 @@ import { BrowserSessionsRepository } from './browser-sessions.repository.js';
 
 /** Browser sessions past SESSION_TTL are deleted in the housekeeping rounds. */
 @Injectable()
-export class BrowserSessionsRetention implements OnModuleInit {
+export class BrowserSessionsRetentionService implements OnModuleInit {
   constructor(
     private readonly housekeeping: HousekeepingService,
     private readonly sessions: BrowserSessionsRepository,

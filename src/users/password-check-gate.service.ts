@@ -8,7 +8,7 @@ import { Env } from '../config/env.js';
  * whole instance down instead of only itself.
  */
 @Injectable()
-export class PasswordCheckGate {
+export class PasswordCheckGateService {
   private running = 0;
   private readonly limit: number;
 

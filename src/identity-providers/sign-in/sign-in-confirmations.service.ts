@@ -6,7 +6,7 @@ import { randomToken, sha256 } from '../../common/crypto/opaque-token.js';
 import { issuedAfterStampSql } from '../../grants/revocations.js';
 import type { IdentityProviderEntity } from '../identity-provider.entity.js';
 import { IdentityProvidersService } from '../identity-providers.service.js';
-import { UpstreamVault } from '../upstream-vault.js';
+import { UpstreamVaultService } from '../upstream-vault.service.js';
 
 /** What a provider sign-in for a helper link leads to, once the user continues. */
 export type HeldOutcome =
@@ -34,11 +34,11 @@ const tokensContext = (stateHash: Buffer) => `upstream-confirmation:${stateHash.
  * the sign-in began.
  */
 @Injectable()
-export class SignInConfirmations {
+export class SignInConfirmationsService {
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
     private readonly registry: IdentityProvidersService,
-    private readonly vault: UpstreamVault,
+    private readonly vault: UpstreamVaultService,
   ) {}
 
   /** Holds the outcome of the round trip `stateHash` (just taken by its callback); the form's one-time value. */

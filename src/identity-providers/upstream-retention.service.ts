@@ -11,7 +11,7 @@ import { UpstreamSignInsRepository } from './sign-in/upstream-sign-ins.repositor
  * refers to them any more (browser sessions, codes and grants are purged first), upstream sessions.
  */
 @Injectable()
-export class UpstreamRetention implements OnModuleInit {
+export class UpstreamRetentionService implements OnModuleInit {
   constructor(
     private readonly housekeeping: HousekeepingService,
     private readonly signIns: UpstreamSignInsRepository,

@@ -7,7 +7,7 @@ import { HousekeepingService, purgeStatement } from '../database/housekeeping.se
 const REVOKED_ACCESS_TOKEN_PURGE = `DELETE FROM revoked_access_tokens WHERE ctid IN (SELECT ctid FROM revoked_access_tokens WHERE expires_at < now() LIMIT $1)`;
 
 @Injectable()
-export class TokenRetention implements OnModuleInit {
+export class TokenRetentionService implements OnModuleInit {
   constructor(
     private readonly housekeeping: HousekeepingService,
     @InjectDataSource() private readonly dataSource: DataSource,

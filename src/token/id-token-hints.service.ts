@@ -15,7 +15,7 @@ export interface IdTokenHint {
  * expired one is taken too, as both specifications ask: the hint names a past sign-in.
  */
 @Injectable()
-export class IdTokenHints {
+export class IdTokenHintsService {
   constructor(
     private readonly keys: KeysService,
     private readonly env: Env,

@@ -10,7 +10,7 @@ import { RefreshTokensRepository } from './refresh-tokens.repository.js';
  * Provided by TokenModule, beside the scheduler it registers with.
  */
 @Injectable()
-export class GrantRetention implements OnModuleInit {
+export class GrantRetentionService implements OnModuleInit {
   constructor(
     private readonly housekeeping: HousekeepingService,
     private readonly grants: GrantsRepository,

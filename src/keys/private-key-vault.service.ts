@@ -14,7 +14,7 @@ export const WRONG_KEK = 'KEYS_ENCRYPTION_KEY does not decrypt the stored privat
 
 /** Stores private keys sealed with KEYS_ENCRYPTION_KEY when one is configured, and reads either form. */
 @Injectable()
-export class PrivateKeyVault {
+export class PrivateKeyVaultService {
   private readonly kek: Buffer | null;
 
   constructor(env: Env) {

@@ -7,7 +7,7 @@ import type { HealthIndicatorFunction } from '@nestjs/terminus';
  * balancers stop sending it traffic.
  */
 @Injectable()
-export class HealthRegistry implements BeforeApplicationShutdown {
+export class HealthRegistryService implements BeforeApplicationShutdown {
   private readonly indicators = new Map<string, HealthIndicatorFunction>();
   private shuttingDown = false;
 

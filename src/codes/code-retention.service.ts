@@ -2,7 +2,7 @@ import { Injectable, type OnModuleInit } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { HousekeepingService, purgeStatement } from '../database/housekeeping.service.js';
-import { Metrics } from '../metrics/metrics.service.js';
+import { MetricsService } from '../metrics/metrics.service.js';
 import { DeviceCodesRepository } from './device-codes.repository.js';
 
 /**
@@ -15,12 +15,12 @@ const EXPIRED_CODE_PURGES = [
 ];
 
 @Injectable()
-export class CodeRetention implements OnModuleInit {
+export class CodeRetentionService implements OnModuleInit {
   constructor(
     private readonly housekeeping: HousekeepingService,
     @InjectDataSource() private readonly dataSource: DataSource,
     private readonly deviceCodes: DeviceCodesRepository,
-    private readonly metrics: Metrics,
+    private readonly metrics: MetricsService,
   ) {}
 
   onModuleInit() {

@@ -3,7 +3,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, EntityManager } from 'typeorm';
 import { Env, USER_ACCESS_TOKEN_TTL } from '../config/env.js';
-import { type JwtSigning, JwtSigner } from '../keys/jwt-signer.service.js';
+import { type JwtSigning, JwtSignerService } from '../keys/jwt-signer.service.js';
 import { claimsFor, type ClaimsSource, trustEmailSql } from '../users/claims.js';
 import type { IdTokenAlg } from '../clients/client.entity.js';
 
@@ -20,10 +20,10 @@ export const wantsIdToken = (scope: string | null) => scope?.split(' ').includes
  * access token, and the claims the scope allows, read as they are now.
  */
 @Injectable()
-export class IdTokens {
+export class IdTokensService {
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
-    private readonly signer: JwtSigner,
+    private readonly signer: JwtSignerService,
     private readonly env: Env,
   ) {}
 

@@ -5,13 +5,13 @@ import { isAppRedirectAllowed, isRedirectAllowed, readRedirectUrl } from '../cli
 import type { HtmlPage } from '../common/html/html-reply.js';
 import { messagePage } from '../common/html/page-layout.js';
 import { Env } from '../config/env.js';
-import { type SignInChoice, SignInMethods } from '../identity-providers/sign-in-methods.service.js';
-import { AuthorizationCodeIssuer } from '../codes/authorization-code-issuer.js';
-import { IdTokenHints } from '../token/id-token-hints.js';
+import { type SignInChoice, SignInMethodsService } from '../identity-providers/sign-in-methods.service.js';
+import { AuthorizationCodeIssuerService } from '../codes/authorization-code-issuer.service.js';
+import { IdTokenHintsService } from '../token/id-token-hints.service.js';
 import { OAuthError } from '../oauth/oauth-error.js';
 import { type OAuthParams, readOAuthParams } from '../oauth/oauth-params.js';
 import { authorizationResponse, readAuthorizationRequest } from './authorization-request.js';
-import { InvalidState, type StateClaims, StateTokens } from './state-tokens.service.js';
+import { InvalidState, type StateClaims, StateTokensService } from './state-tokens.service.js';
 
 /** What /sso/authorize answers: an HTML page, or a redirect to the device's or the client's verified URL. */
 export type AuthorizeOutcome = ({ kind: 'page' } & HtmlPage) | { kind: 'redirect'; location: string };
@@ -41,13 +41,13 @@ export const alreadyUsed = () =>
  * browser goes back to and with what.
  */
 @Injectable()
-export class SignInLinks {
+export class SignInLinksService {
   constructor(
     private readonly clients: ClientsService,
-    private readonly states: StateTokens,
-    private readonly codes: AuthorizationCodeIssuer,
-    private readonly methods: SignInMethods,
-    private readonly hints: IdTokenHints,
+    private readonly states: StateTokensService,
+    private readonly codes: AuthorizationCodeIssuerService,
+    private readonly methods: SignInMethodsService,
+    private readonly hints: IdTokenHintsService,
     private readonly env: Env,
   ) {}
 

@@ -3,7 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { USER_ACCESS_TOKEN_TTL } from '../config/env.js';
 import { NotifiedIdSet } from '../database/notified-id-set.js';
-import { PgListener } from '../database/pg-listener.service.js';
+import { PgListenerService } from '../database/pg-listener.service.js';
 import type { RevokedGrant } from './grant.js';
 import { GRANT_REVOKED_CHANNEL, GrantRevocationsService, REVOKED_UNTIL_SQL } from './grant-revocations.service.js';
 
@@ -15,11 +15,11 @@ import { GRANT_REVOKED_CHANNEL, GrantRevocationsService, REVOKED_UNTIL_SQL } fro
  * 2 and 3). Only the server has it (RevokedGrantsModule): the CLI neither listens nor reads the set.
  */
 @Injectable()
-export class RevokedGrants implements OnApplicationShutdown {
+export class RevokedGrantsService implements OnApplicationShutdown {
   private readonly grants: NotifiedIdSet;
   private readonly listeners: ((grantId: string) => void)[] = [];
 
-  constructor(@InjectDataSource() dataSource: DataSource, listener: PgListener, revocations: GrantRevocationsService) {
+  constructor(@InjectDataSource() dataSource: DataSource, listener: PgListenerService, revocations: GrantRevocationsService) {
     this.grants = new NotifiedIdSet(
       listener,
       GRANT_REVOKED_CHANNEL,

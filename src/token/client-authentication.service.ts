@@ -17,7 +17,7 @@ type PresentedCredentials =
  * (one sent for it is refused). A confidential client that sends no secret is refused as before.
  */
 @Injectable()
-export class ClientAuthentication {
+export class ClientAuthenticationService {
   constructor(
     private readonly clients: ClientsService,
     private readonly events: SecurityEvents,

@@ -5,7 +5,7 @@ import type { KeyStore } from './key-store.js';
 import { KeysRepository } from './keys.repository.js';
 import { KeysService } from './keys.service.js';
 import { newSigningKey } from './new-signing-key.js';
-import { KeyEncryptionError, PrivateKeyVault } from './private-key-vault.js';
+import { KeyEncryptionError, PrivateKeyVaultService } from './private-key-vault.service.js';
 import { SIGNING_ALGS, type SigningAlg, type SigningKeyEntity } from './signing-key.entity.js';
 
 /**
@@ -17,12 +17,12 @@ import { SIGNING_ALGS, type SigningAlg, type SigningKeyEntity } from './signing-
  * key per algorithm.
  */
 @Injectable()
-export class SigningKeyBootstrap implements OnApplicationBootstrap {
-  private readonly logger = new Logger(SigningKeyBootstrap.name);
+export class SigningKeyBootstrapService implements OnApplicationBootstrap {
+  private readonly logger = new Logger(SigningKeyBootstrapService.name);
 
   constructor(
     private readonly repository: KeysRepository,
-    private readonly vault: PrivateKeyVault,
+    private readonly vault: PrivateKeyVaultService,
     private readonly keys: KeysService,
     private readonly env: Env,
   ) {}

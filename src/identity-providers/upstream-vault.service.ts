@@ -16,7 +16,7 @@ export class UpstreamVaultError extends Error {
  * provider, which row) is authenticated data, so a sealed value copied to another row does not open.
  */
 @Injectable()
-export class UpstreamVault {
+export class UpstreamVaultService {
   private readonly kek: Buffer | null;
 
   constructor(env: Env) {

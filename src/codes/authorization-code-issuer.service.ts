@@ -12,7 +12,7 @@ export { type Approval, STATE_APPROVED_CHANNEL } from './authorization-codes.rep
  * AUTH_CODE_TTL seconds from the moment the device receives them. A state yields one code.
  */
 @Injectable()
-export class AuthorizationCodeIssuer {
+export class AuthorizationCodeIssuerService {
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
     private readonly codes: AuthorizationCodesRepository,

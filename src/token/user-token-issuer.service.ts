@@ -5,9 +5,9 @@ import { Env, USER_ACCESS_TOKEN_TTL } from '../config/env.js';
 import type { ClientEntity } from '../clients/client.entity.js';
 import type { UserGrant } from '../grants/grant.js';
 import { RefreshTokensRepository } from '../grants/refresh-tokens.repository.js';
-import { type JwtSigning, JwtSigner } from '../keys/jwt-signer.service.js';
-import { AccessTokens } from './access-tokens.service.js';
-import { type IdTokenFacts, IdTokens, wantsIdToken } from './id-tokens.js';
+import { type JwtSigning, JwtSignerService } from '../keys/jwt-signer.service.js';
+import { AccessTokensService } from './access-tokens.service.js';
+import { type IdTokenFacts, IdTokensService, wantsIdToken } from './id-tokens.service.js';
 
 /**
  * A token response of a user's grant. The helper flow's grants answer as it defines (`scope: null`
@@ -35,13 +35,13 @@ export interface NewRefreshToken {
 
 /** Issues the access and refresh token pair of a grant. */
 @Injectable()
-export class UserTokenIssuer {
+export class UserTokenIssuerService {
   constructor(
-    private readonly accessTokens: AccessTokens,
+    private readonly accessTokens: AccessTokensService,
     private readonly refreshTokens: RefreshTokensRepository,
     private readonly env: Env,
-    private readonly idTokens: IdTokens,
-    private readonly signer: JwtSigner,
+    private readonly idTokens: IdTokensService,
+    private readonly signer: JwtSignerService,
   ) {}
 
   newRefreshToken(): NewRefreshToken {
@@ -57,7 +57,7 @@ export class UserTokenIssuer {
     return this.respond(grant, { refreshToken, reader: manager });
   }
 
-  /** The signing key for `respond`, fetched before the caller commits (see JwtSigner.prepare). */
+  /** The signing key for `respond`, fetched before the caller commits (see JwtSignerService.prepare). */
   signing(client: Pick<ClientEntity, 'idTokenSignedResponseAlg'>): Promise<JwtSigning> {
     return this.signer.prepare([client.idTokenSignedResponseAlg]);
   }

@@ -4,13 +4,13 @@ import { messagePage } from '../common/html/page-layout.js';
 import type { IdentityProviderEntity } from '../identity-providers/identity-provider.entity.js';
 import { RelayService } from '../identity-providers/relay/relay.service.js';
 import { type BrowserSession, BrowserSessionsRepository } from '../sessions/browser-sessions.repository.js';
-import { AuthorizationCodeIssuer } from '../codes/authorization-code-issuer.js';
+import { AuthorizationCodeIssuerService } from '../codes/authorization-code-issuer.service.js';
 import { formatScope } from '../oauth/scope.js';
 import { displayNameOf, type UserEntity } from '../users/user.entity.js';
-import { ApprovedStates } from './approved-states.js';
+import { ApprovedStatesService } from './approved-states.service.js';
 import type { LoginBrowser } from './login-browser.js';
 import { signedInPage } from './login-page.js';
-import { alreadyUsed, type AuthorizeOutcome, deviceAddress, type SignInLink, SignInLinks } from './sign-in-links.js';
+import { alreadyUsed, type AuthorizeOutcome, deviceAddress, type SignInLink, SignInLinksService } from './sign-in-links.service.js';
 
 /** A signed-in user as the approval needs them. */
 export type ApprovingUser = Pick<UserEntity, 'id' | 'username' | 'profile' | 'tokensValidAfter'>;
@@ -22,11 +22,11 @@ export type ApprovingUser = Pick<UserEntity, 'id' | 'username' | 'profile' | 'to
  * others by NOTIFY.
  */
 @Injectable()
-export class LinkAnswers {
+export class LinkAnswersService {
   constructor(
-    private readonly links: SignInLinks,
-    private readonly codes: AuthorizationCodeIssuer,
-    private readonly approved: ApprovedStates,
+    private readonly links: SignInLinksService,
+    private readonly codes: AuthorizationCodeIssuerService,
+    private readonly approved: ApprovedStatesService,
     private readonly relay: RelayService,
     private readonly sessions: BrowserSessionsRepository,
   ) {}

@@ -11,7 +11,7 @@ export const LOGO_PATH = '/portal/logo';
  * the pages' layout, which every page of the service goes through.
  */
 @Injectable()
-export class PortalBranding {
+export class PortalBrandingService {
   readonly name: string;
   readonly logo: PortalLogo | undefined;
 

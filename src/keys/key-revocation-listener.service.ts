@@ -1,5 +1,5 @@
 import { Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
-import { PgListener } from '../database/pg-listener.service.js';
+import { PgListenerService } from '../database/pg-listener.service.js';
 import { KEY_REVOKED_CHANNEL, KEY_ROTATED_CHANNEL } from './key-store.js';
 import { KeysService } from './keys.service.js';
 
@@ -11,12 +11,12 @@ const RELOAD_RETRY_MS = 5_000;
  * (re)connection the keys and the revoked kids are read again, until that read succeeds.
  */
 @Injectable()
-export class KeyRevocationListener implements OnApplicationShutdown {
-  private readonly logger = new Logger(KeyRevocationListener.name);
+export class KeyRevocationListenerService implements OnApplicationShutdown {
+  private readonly logger = new Logger(KeyRevocationListenerService.name);
   private retry?: NodeJS.Timeout;
 
   constructor(
-    listener: PgListener,
+    listener: PgListenerService,
     private readonly keys: KeysService,
   ) {
     // Subscribed in the constructor: the listener connects during bootstrap.

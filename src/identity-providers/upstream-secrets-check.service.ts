@@ -4,7 +4,7 @@ import type { Repository } from 'typeorm';
 import { StartupRefusal } from '../common/errors/startup-refusal.js';
 import { IdentityProviderEntity, secretContext } from './identity-provider.entity.js';
 import { sessionContext, UpstreamSessionsRepository } from './sign-in/upstream-sessions.repository.js';
-import { UpstreamVault, UpstreamVaultError } from './upstream-vault.js';
+import { UpstreamVaultService, UpstreamVaultError } from './upstream-vault.service.js';
 
 /** KEYS_ENCRYPTION_KEY cannot open what the identity providers entrusted to the service. */
 export class UpstreamSecretsRefused extends StartupRefusal {}
@@ -19,11 +19,11 @@ export class UpstreamSecretsRefused extends StartupRefusal {}
  * `idp:create` needs the key anyway.
  */
 @Injectable()
-export class UpstreamSecretsCheck implements OnModuleInit {
+export class UpstreamSecretsCheckService implements OnModuleInit {
   constructor(
     @InjectRepository(IdentityProviderEntity) private readonly providers: Repository<IdentityProviderEntity>,
     private readonly sessions: UpstreamSessionsRepository,
-    private readonly vault: UpstreamVault,
+    private readonly vault: UpstreamVaultService,
   ) {}
 
   async onModuleInit(): Promise<void> {

@@ -3,7 +3,7 @@ import { ClientsService } from '../clients/clients.service.js';
 import { errorDescription } from '../common/errors/error-description.js';
 import { Env } from '../config/env.js';
 import { InvalidJwt } from '../keys/jwt-signer.service.js';
-import { type AccessTokenClaims, AccessTokens } from '../token/access-tokens.service.js';
+import { type AccessTokenClaims, AccessTokensService } from '../token/access-tokens.service.js';
 import { userGrantScopes } from '../oauth/scope.js';
 
 /** RFC 6750 §3.1 error codes. */
@@ -53,12 +53,12 @@ export interface AuthenticatedToken {
  * still among its client's scopes (RFC 6750).
  */
 @Injectable()
-export class BearerAuthenticator {
+export class BearerAuthenticatorService {
   /** The origins this service answers on: the API's, and the same host over ws/wss. */
   private readonly ownOrigins: Set<string>;
 
   constructor(
-    private readonly accessTokens: AccessTokens,
+    private readonly accessTokens: AccessTokensService,
     private readonly clients: ClientsService,
     env: Env,
   ) {

@@ -1,7 +1,7 @@
 import { Injectable, type OnApplicationShutdown } from '@nestjs/common';
 import { NotifiedIdSet } from '../database/notified-id-set.js';
-import { PgListener } from '../database/pg-listener.service.js';
-import { AuthorizationCodeIssuer, STATE_APPROVED_CHANNEL } from '../codes/authorization-code-issuer.js';
+import { PgListenerService } from '../database/pg-listener.service.js';
+import { AuthorizationCodeIssuerService, STATE_APPROVED_CHANNEL } from '../codes/authorization-code-issuer.service.js';
 
 /**
  * Which states have a code waiting for their polling device, known on every instance, so the
@@ -9,10 +9,10 @@ import { AuthorizationCodeIssuer, STATE_APPROVED_CHANNEL } from '../codes/author
  * only judge of a pick-up.
  */
 @Injectable()
-export class ApprovedStates implements OnApplicationShutdown {
+export class ApprovedStatesService implements OnApplicationShutdown {
   private readonly approved: NotifiedIdSet;
 
-  constructor(listener: PgListener, codes: AuthorizationCodeIssuer) {
+  constructor(listener: PgListenerService, codes: AuthorizationCodeIssuerService) {
     this.approved = new NotifiedIdSet(listener, STATE_APPROVED_CHANNEL, async () =>
       (await codes.awaitingPickUp()).map(({ stateId, expiresAt }) => ({ id: stateId, expiresAt })),
     );

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { Env } from '../config/env.js';
-import { InvalidJwt, JwtSigner } from '../keys/jwt-signer.service.js';
+import { InvalidJwt, JwtSignerService } from '../keys/jwt-signer.service.js';
 
 /** Its own JOSE type: no sign-in state, access or ID token passes for it, nor it for them. */
 export const LOGOUT_RETURN_TYP = 'vc-logout-return+jwt';
@@ -32,9 +32,9 @@ interface ReturnClaims {
  * address is checked against the client's registration again when the browser comes back.
  */
 @Injectable()
-export class ProviderLogoutReturns {
+export class ProviderLogoutReturnsService {
   constructor(
-    private readonly signer: JwtSigner,
+    private readonly signer: JwtSignerService,
     private readonly env: Env,
   ) {}
 
