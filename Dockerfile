@@ -1,7 +1,7 @@
 # syntax=docker/dockerfile:1
 # voyage-connect as a container: built with the dev dependencies, run on a production install
 # without them and without the embedded PostgreSQL (give it DATABASE_URL). docs/deployment.md
-# says how to run it; test/e2e/deployment.test.ts runs these steps, so keep to COPY, RUN,
+# says how to run it; test/e2e/service/deployment.test.ts runs these steps, so keep to COPY, RUN,
 # WORKDIR, ENV, USER, EXPOSE, HEALTHCHECK and CMD.
 
 FROM node:24-bookworm-slim AS build

@@ -3,7 +3,7 @@
 // install that fails only at `npm start`. npm runs it after fetching the packages, before the
 // install scripts of this package. It must run on any Node, so it is plain JavaScript that imports
 // only Node's own modules; src/runtime-refusal.ts makes the same check at every start, in the same
-// words (test/unit/runtime-refusal.test.ts compares the two).
+// words (test/unit/project/runtime-refusal.test.ts compares the two).
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 

@@ -26,7 +26,7 @@ export function refusal(running: NodeRuntime, engines: string | undefined, insta
 /**
  * Two ways to Node `major`: nvm, or the npm registry's `node` package, which needs neither nvm nor
  * a browser (the way .ci/run gets its Node). scripts/check-node.mjs, the `preinstall` check, says
- * the same (test/unit/runtime-refusal.test.ts holds the two together).
+ * the same (test/unit/project/runtime-refusal.test.ts holds the two together).
  */
 export const howToGetNode = (major: number) =>
   `nvm install ${major} && nvm use ${major}, or without nvm: npm install --prefix ~/.node${major} node@${major} && export PATH=~/.node${major}/node_modules/.bin:$PATH`;
