@@ -17,19 +17,28 @@ const STATUS_BY_CODE: Record<AppErrorCode, number> = {
 @Catch()
 export class HttpExceptionFilter implements ExceptionFilter {
   catch(exception: unknown, host: ArgumentsHost) {
-    const http = host.switchToHttp();
-    const request = http.getRequest<FastifyRequest>();
-    const reply = http.getResponse<FastifyReply>();
-    // The request deadline answered 503 already (and logged it); what comes late has nobody to go to.
-    if (reply.sent && isTemporarilyUnavailable(exception)) return;
-    const { status, body } = describeHttpError(exception);
-    // Nest's "Cannot GET <url>" repeats the query, which may carry a state or a code.
-    const path = request.url.split('?')[0];
-    body.message = body.message.replaceAll(request.url, path);
-    logFailure(request, 'HttpExceptionFilter', status, exception, `${status} ${request.method} ${path}: ${body.message}`);
-    if (status === HttpStatus.SERVICE_UNAVAILABLE) void reply.header('Retry-After', String(RETRY_AFTER_S));
-    void reply.status(status).send({ ...body, correlationId: request.id });
+    const failure = openFailure(exception, host, 'HttpExceptionFilter');
+    if (failure) void failure.reply.status(failure.status).send({ ...failure.body, correlationId: failure.request.id });
   }
+}
+
+/**
+ * What every exception filter does first: drops a failure that came after the request deadline
+ * answered (and logged) it, describes it, logs it on the request's logger, and sets Retry-After
+ * on a 503. Undefined when nobody is left to answer.
+ */
+export function openFailure(exception: unknown, host: ArgumentsHost, context: string) {
+  const http = host.switchToHttp();
+  const request = http.getRequest<FastifyRequest>();
+  const reply = http.getResponse<FastifyReply>();
+  if (reply.sent && isTemporarilyUnavailable(exception)) return undefined;
+  const { status, body } = describeHttpError(exception);
+  // Nest's "Cannot GET <url>" repeats the query, which may carry a state or a code.
+  const path = request.url.split('?')[0];
+  body.message = body.message.replaceAll(request.url, path);
+  logFailure(request, context, status, exception, `${status} ${request.method} ${path}: ${body.message}`);
+  if (status === HttpStatus.SERVICE_UNAVAILABLE && !reply.sent) void reply.header('Retry-After', String(RETRY_AFTER_S));
+  return { request, reply, status, body };
 }
 
 /**

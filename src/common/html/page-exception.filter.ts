@@ -1,8 +1,5 @@
 import { type ArgumentsHost, Catch, type ExceptionFilter } from '@nestjs/common';
-import type { FastifyReply, FastifyRequest } from 'fastify';
-import { describeHttpError } from '../errors/http-exception.filter.js';
-import { logFailure } from '../errors/log-failure.js';
-import { isTemporarilyUnavailable, RETRY_AFTER_S } from '../errors/temporarily-unavailable.js';
+import { openFailure } from '../errors/http-exception.filter.js';
 import { sendPlainPage } from './html-reply.js';
 import { escapeHtml, pageLayout } from './page-layout.js';
 
@@ -22,17 +19,8 @@ export const isPagePath = (path: string) => PAGE_PATHS.has(path) || PAGE_PREFIXE
 @Catch()
 export class PageExceptionFilter implements ExceptionFilter {
   catch(exception: unknown, host: ArgumentsHost) {
-    const http = host.switchToHttp();
-    const request = http.getRequest<FastifyRequest>();
-    const reply = http.getResponse<FastifyReply>();
-    // The request deadline answered its page already; what comes late has nobody to go to.
-    if (reply.sent && isTemporarilyUnavailable(exception)) return;
-    const { status, body } = describeHttpError(exception);
-    const path = request.url.split('?')[0];
-    logFailure(request, 'PageExceptionFilter', status, exception, `${status} ${request.method} ${path}: ${body.message.replaceAll(request.url, path)}`);
-    if (reply.sent) return;
-    if (status === 503) void reply.header('Retry-After', String(RETRY_AFTER_S));
-    sendPlainPage(reply, status, failurePage(status, request.id));
+    const failure = openFailure(exception, host, 'PageExceptionFilter');
+    if (failure && !failure.reply.sent) sendPlainPage(failure.reply, failure.status, failurePage(failure.status, failure.request.id));
   }
 }
 
