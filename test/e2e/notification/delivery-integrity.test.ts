@@ -42,6 +42,9 @@ describe('delivery cursors and several connections of one client', () => {
     expect(answer.status).toBe(202);
     return body;
   };
+  /** Statements of this test's database waiting for a lock. */
+  const lockWaiters = async () =>
+    (await query<{ waiting: number }>(app.databaseUrl, `SELECT count(*)::int AS waiting FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`))[0].waiting;
   const cursorOf = async (clientId: string) => {
     const [row] = await query<{ delivered_seq: string }>(app.databaseUrl, 'SELECT delivered_seq FROM delivery_cursors WHERE client_id = $1', [clientId]);
     return row ? Number(row.delivered_seq) : 0;
@@ -104,9 +107,13 @@ describe('delivery cursors and several connections of one client', () => {
       await lock.query('BEGIN');
       await lock.query('LOCK TABLE delivery_cursors IN ACCESS EXCLUSIVE MODE');
       second = await stream(token);
+      // The second connection's cursor read must be queued behind the lock before anything is
+      // published: on a loaded machine it may start later than the stream opens.
+      await expect.poll(() => lockWaiters(), { timeout: 10_000 }).toBe(1);
       body = await published(client.id);
       await first.received(1);
-      await sleep(300); // the first connection's pong is in
+      // The first connection's pong is in: its cursor save waits behind the lock too.
+      await expect.poll(() => lockWaiters(), { timeout: 10_000 }).toBe(2);
     } finally {
       await lock.query('ROLLBACK');
       await lock.end();
