@@ -28,6 +28,7 @@ export class NotifiedIdSet {
   private connection = 0;
   private readonly pruner = setInterval(() => this.prune(), PRUNE_MS).unref();
   private retry?: NodeJS.Timeout;
+  private stopped = false;
 
   constructor(
     private readonly listener: PgListenerService,
@@ -66,7 +67,9 @@ export class NotifiedIdSet {
     this.expiries.delete(id);
   }
 
+  /** A read still under way when the set stops (its database closing) schedules no retry. */
   stop(): void {
+    this.stopped = true;
     clearInterval(this.pruner);
     clearTimeout(this.retry);
   }
@@ -78,6 +81,7 @@ export class NotifiedIdSet {
       for (const { id, expiresAt } of await this.load()) this.add(id, expiresAt.getTime());
       if (connection === this.connection) this.complete = true;
     } catch (error) {
+      if (this.stopped) return;
       this.logger.warn(`could not read the set (${(error as Error).message}); asking the database meanwhile`);
       this.retry = setTimeout(() => void this.reload(connection), RELOAD_RETRY_MS).unref();
     }

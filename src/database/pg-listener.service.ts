@@ -76,6 +76,8 @@ export class PgListenerService implements OnApplicationBootstrap, OnApplicationS
     try {
       await client.connect();
       await client.query([...this.handlers.keys()].map((channel) => `LISTEN ${client.escapeIdentifier(channel)}`).join('; '));
+      // The application shut down while this connection was being made: it ends here, unused.
+      if (this.stopped) return void client.end().catch(() => {});
       this.connected = true;
       this.probe = setInterval(() => void this.checkAlive(client), PROBE_MS).unref();
       if (this.attempt > 0) this.logger.log('listening again; catching up');

@@ -14,6 +14,7 @@ const RELOAD_RETRY_MS = 5_000;
 export class KeyRevocationListenerService implements OnApplicationShutdown {
   private readonly logger = new Logger(KeyRevocationListenerService.name);
   private retry?: NodeJS.Timeout;
+  private stopped = false;
 
   constructor(
     listener: PgListenerService,
@@ -28,7 +29,9 @@ export class KeyRevocationListenerService implements OnApplicationShutdown {
     listener.onResume(() => void this.catchUp());
   }
 
+  /** A read still under way at shutdown (the database closing under it) schedules no retry. */
   onApplicationShutdown(): void {
+    this.stopped = true;
     clearTimeout(this.retry);
   }
 
@@ -37,6 +40,7 @@ export class KeyRevocationListenerService implements OnApplicationShutdown {
     try {
       await this.keys.refresh();
     } catch (error) {
+      if (this.stopped) return;
       this.logger.warn(`could not read the signing keys after reconnecting (${(error as Error).message}); retrying`);
       this.retry = setTimeout(() => void this.catchUp(), RELOAD_RETRY_MS).unref();
     }
