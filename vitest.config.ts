@@ -8,7 +8,7 @@ export default defineConfig({
   oxc: { decorator: { legacy: true, emitDecoratorMetadata: true } },
   test: {
     globalSetup: ['test/setup/global-setup.ts'],
-    setupFiles: ['reflect-metadata'],
+    setupFiles: ['reflect-metadata', 'test/setup/test-operator.ts'],
     testTimeout: 30_000,
     hookTimeout: 120_000,
     pool: 'forks',

@@ -7,7 +7,7 @@ export default defineConfig({
   oxc: { decorator: { legacy: true, emitDecoratorMetadata: true } },
   test: {
     include: ['test/faults/**/*.test.ts'],
-    setupFiles: ['reflect-metadata'],
+    setupFiles: ['reflect-metadata', 'test/setup/test-operator.ts'],
     fileParallelism: false,
     testTimeout: 600_000,
     hookTimeout: 300_000,

@@ -1,6 +1,7 @@
 import { type DynamicModule, Module } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
 import type { Logger } from 'pino';
+import { AuditInstanceModule } from './audit/audit-instance.module.js';
 import { ClientsModule } from './clients/clients.module.js';
 import { SecurityEventsModule } from './common/logging/security-events.module.js';
 import { ConfigModule } from './config/config.module.js';
@@ -32,6 +33,8 @@ export class AppModule {
         SecurityEventsModule.forRoot(logger),
         DatabaseModule.forRoot(databaseUrl),
         MetricsModule,
+        // Purges the audit trail after AUDIT_RETENTION with the housekeeping rounds: the service only.
+        AuditInstanceModule,
         ClientsModule,
         UsersModule,
         // Purges old login slow-downs with the housekeeping rounds: the service only.

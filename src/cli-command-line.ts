@@ -3,6 +3,7 @@ import type { INestApplicationContext } from '@nestjs/common';
 import type { Command } from 'commander';
 import { CommandFactory, CommandRunnerService } from 'nest-commander';
 import type { DestinationStream } from 'pino';
+import { actingAs, operatorAtThisMachine } from './audit/actor.js';
 import { CliModule, COMMAND_GROUPS } from './cli.module.js';
 import { CommandDefinitionsModule } from './common/cli/command-definitions.module.js';
 import { type CommandLine, type CommandLineIo, runAsCommandLine } from './common/cli/command-line-io.js';
@@ -33,7 +34,9 @@ export async function runCommandLine(argv: string[], io: CommandLineIo): Promise
     }
     io.stderr.write(`error: ${message ?? String(error)}\n`);
   };
-  await runAsCommandLine(commandLine, async () => {
+  // Whatever the command changes, the audit trail records as the operator's who ran it.
+  const operator = operatorAtThisMachine(io.env);
+  await runAsCommandLine(commandLine, () => actingAs(operator, async () => {
     try {
       // --format is taken out first, for every command, before commander reads the command's own options.
       const { args, format } = takeFormatOption(argv);
@@ -42,7 +45,7 @@ export async function runCommandLine(argv: string[], io: CommandLineIo): Promise
     } catch (error) {
       fail(error instanceof InvalidConfigError ? new Error(error.message) : error);
     }
-  });
+  }));
   return exitCode;
 }
 

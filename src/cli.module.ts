@@ -15,6 +15,7 @@ export const COMMAND_GROUPS: Record<string, () => Promise<Type>> = {
   grants: async () => (await import('./token/commands/grant-commands.module.js')).GrantCommandsModule,
   idp: async () => (await import('./identity-providers/commands/idp-commands.module.js')).IdpCommandsModule,
   keys: async () => (await import('./keys/commands/key-commands.module.js')).KeyCommandsModule,
+  events: async () => (await import('./audit/commands/audit-commands.module.js')).AuditCommandsModule,
   notification: async () => (await import('./notification/publish/commands/notification-commands.module.js')).NotificationCommandsModule,
 };
 

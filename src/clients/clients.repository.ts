@@ -119,15 +119,18 @@ export class ClientsRepository {
   /**
    * Updates the given columns of a live client and returns the new row, or null when no client
    * has this id. Every instance hears of it (the gateway closes a disabled client's streams).
+   * `alongside` runs in the same transaction with the new row (the audit trail's record of it).
    */
-  async update(id: string, changes: QueryDeepPartialEntity<ClientChanges>) {
+  async update(id: string, changes: QueryDeepPartialEntity<ClientChanges>, alongside?: (manager: EntityManager, client: ClientEntity) => Promise<unknown>) {
     let updated: ClientEntity | null;
     try {
       updated = await this.clients.manager.transaction(async (manager) => {
         const result = await manager.update(ClientEntity, { id, deletedAt: IsNull() }, changes);
         if (!result.affected) return null;
         await notifyChanged(manager, id);
-        return manager.findOneByOrFail(ClientEntity, { id });
+        const client = await manager.findOneByOrFail(ClientEntity, { id });
+        await alongside?.(manager, client);
+        return client;
       });
     } catch (error) {
       if (isUniqueViolation(error)) throw conflict(`a client named "${String(changes.name)}" already exists`);

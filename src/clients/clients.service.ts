@@ -1,6 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
+import { DataSource, type EntityManager } from 'typeorm';
+import type { AuditAction } from '../audit/admin-change.js';
+import { AuditTrailService } from '../audit/audit-trail.service.js';
 import { foundOr, invalidInput, notFound } from '../common/errors/app-error.js';
 import { validateInput } from '../common/validation/validate-input.js';
 import { Env } from '../config/env.js';
@@ -82,6 +84,7 @@ export class ClientsService {
     private readonly env: Env,
     private readonly signOuts: SignOutsRepository,
     private readonly identityProviders: IdentityProvidersService,
+    private readonly audit: AuditTrailService,
     @InjectDataSource() private readonly dataSource: DataSource,
   ) {}
 
@@ -114,12 +117,15 @@ export class ClientsService {
     return dto;
   }
 
-  /** Registers every client (checked by checkNew) in one transaction: all of them, or none. */
-  async createAll(clients: CreateClientDto[]): Promise<RegisteredClient[]> {
+  /**
+   * Registers every client (checked by checkNew) in one transaction: all of them, or none, each
+   * recorded in the audit trail as `action` (a registration through RFC 7591 is `client.registered`).
+   */
+  async createAll(clients: CreateClientDto[], action: Extract<AuditAction, 'client.created' | 'client.registered'> = 'client.created'): Promise<RegisteredClient[]> {
     // A public client gets no secret at all (RFC 6749 §2.1: it could not keep one).
     const secrets = clients.map((dto) => (dto.tokenEndpointAuthMethod === 'none' ? null : generateClientSecret()));
-    const inserted = await this.dataSource.transaction((manager) =>
-      this.clients.insertAll(
+    const inserted = await this.dataSource.transaction(async (manager) => {
+      const rows = await this.clients.insertAll(
         manager,
         clients.map((dto, index) => ({
           id: generateClientId(),
@@ -139,8 +145,16 @@ export class ClientsService {
           previousSecretExpiresAt: null,
           deletedAt: null,
         })),
-      ),
-    );
+      );
+      for (const client of rows) {
+        await this.audit.record(manager, {
+          action,
+          clientId: client.id,
+          details: { name: client.name, grants: client.grants, scopes: client.scopes, token_endpoint_auth_method: client.tokenEndpointAuthMethod },
+        });
+      }
+      return rows;
+    });
     return inserted.map((client, index) => {
       const secret = secrets[index];
       return secret === null ? toView(client) : { ...toView(client), client_secret: secret };
@@ -165,12 +179,12 @@ export class ClientsService {
       previousSecretHash: current.secretHash,
       // By PostgreSQL's clock, like every expiry (see ClientsRepository.acceptsPreviousSecret).
       previousSecretExpiresAt: () => `now() + make_interval(secs => ${this.env.CLIENT_SECRET_OVERLAP})`,
-    });
+    }, this.recorded('client.secret_rotated'));
     return { ...toView(client ?? current), client_secret: secret };
   }
 
   async setEnabled(id: string, enabled: boolean): Promise<ClientView> {
-    return toView(foundOr(await this.clients.update(id, { enabled }), `no client with id "${id}"`));
+    return toView(foundOr(await this.clients.update(id, { enabled }, this.recorded(enabled ? 'client.enabled' : 'client.disabled')), `no client with id "${id}"`));
   }
 
   /**
@@ -200,7 +214,7 @@ export class ClientsService {
       ...(given.idTokenSignedResponseAlg !== undefined ? { idTokenSignedResponseAlg: dto.idTokenSignedResponseAlg } : {}),
       ...(given.heartbeatInterval !== undefined ? { heartbeatInterval: dto.heartbeatInterval } : {}),
       ...(scopeDescriptions || given.scopes ? { scopeDescriptions: await this.describedScopes(id, scopeDescriptions ?? {}, given.scopes) } : {}),
-    });
+    }, this.recorded('client.updated', { changed: [...Object.keys(given), ...(scopeDescriptions ? ['scopeDescriptions'] : [])] }));
     return toView(foundOr(client, `no client with id "${id}"`));
   }
 
@@ -224,7 +238,10 @@ export class ClientsService {
   async delete(id: string): Promise<DeletedClient> {
     const deleted = await this.dataSource.transaction(async (manager) => {
       const tombstone = await this.clients.tombstone(manager, id);
-      return tombstone && { ...tombstone, revokedGrants: await this.signOuts.signOut(manager, { clientId: id }) };
+      if (!tombstone) return null;
+      const revokedGrants = await this.signOuts.signOut(manager, { clientId: id });
+      await this.audit.record(manager, { action: 'client.deleted', clientId: id, details: { name: tombstone.name, revoked_grants: revokedGrants } });
+      return { ...tombstone, revokedGrants };
     });
     this.clients.forget(id);
     if (!deleted) throw notFound(`no client with id "${id}"`);
@@ -285,6 +302,11 @@ export class ClientsService {
    */
   isPostLogoutRedirectAllowed(client: ClientEntity, url: string): boolean {
     return isPostLogoutRedirectRegistered(url, client.postLogoutRedirectUris);
+  }
+
+  /** The audit trail's record of a change to one client, for ClientsRepository.update to write beside it. */
+  private recorded(action: AuditAction, details: Record<string, string[]> = {}) {
+    return (manager: EntityManager, client: ClientEntity) => this.audit.record(manager, { action, clientId: client.id, details: { name: client.name, ...details } });
   }
 
   private async require(id: string): Promise<ClientEntity> {

@@ -218,6 +218,10 @@ export class Env {
   @Min(1) @Max(90 * 86400) @IsInt()
   NOTIFICATION_RETENTION: number = 7 * 86400;
 
+  /** Seconds an administrative change is kept in the audit trail (365 days): events:list and GET /admin/v1/events reach this far back. */
+  @Min(1) @Max(10 * 366 * 86400) @IsInt()
+  AUDIT_RETENTION: number = 365 * 86400;
+
   /** Most notifications in one request to the batch publish route; more is refused with 413. */
   @Min(1) @Max(10_000) @IsInt()
   PUBLISH_BATCH_MAX: number = 1000;

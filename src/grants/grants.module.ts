@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { AuditModule } from '../audit/audit.module.js';
 import { GrantRevocationsService } from './grant-revocations.service.js';
 import { GrantsRepository } from './grants.repository.js';
 import { RefreshTokensRepository } from './refresh-tokens.repository.js';
@@ -11,6 +12,7 @@ import { SignOutsRepository } from './sign-outs.repository.js';
  * server's in-memory mirror of revoked grants is RevokedGrantsModule.
  */
 @Module({
+  imports: [AuditModule],
   providers: [GrantRevocationsService, GrantsRepository, RefreshTokensRepository, SignOutsRepository],
   exports: [GrantRevocationsService, GrantsRepository, RefreshTokensRepository, SignOutsRepository],
 })

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, type EntityManager } from 'typeorm';
+import { AuditTrailService } from '../audit/audit-trail.service.js';
 import { SecurityEvents } from '../common/logging/security-events.js';
 import { GrantRevocationsService } from './grant-revocations.service.js';
 import { NEW_STAMP_SQL } from './revocations.js';
@@ -19,11 +20,17 @@ export class SignOutsRepository {
     @InjectDataSource() private readonly dataSource: DataSource,
     private readonly events: SecurityEvents,
     private readonly revocations: GrantRevocationsService,
+    private readonly audit: AuditTrailService,
   ) {}
 
   /** A user's sign-outs in a transaction of their own, when nothing else changes with them (grants:revoke). */
   async signOutNow(target: { userId: string; clientId?: string }): Promise<number> {
-    const revokedGrants = await this.dataSource.transaction((manager) => this.signOut(manager, target));
+    const revokedGrants = await this.dataSource.transaction(async (manager) => {
+      const revoked = await this.signOut(manager, target);
+      const [user]: { username: string }[] = await manager.query('SELECT username FROM portal_users WHERE id = $1', [target.userId]);
+      await this.audit.record(manager, { action: 'user.signed_out', username: user?.username ?? null, clientId: target.clientId ?? null, details: { revoked_grants: revoked } });
+      return revoked;
+    });
     this.events.emit('user.signed_out', { reason: 'cli', userId: target.userId, clientId: target.clientId ?? null, revokedGrants });
     return revokedGrants;
   }

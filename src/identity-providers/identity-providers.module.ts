@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
+import { AuditModule } from '../audit/audit.module.js';
 import { IdentityProviderEntity } from './identity-provider.entity.js';
 import { IdentityProvidersService } from './identity-providers.service.js';
 import { RelayHandOversRepository } from './relay/relay-hand-overs.repository.js';
@@ -20,7 +21,7 @@ import { UpstreamVaultService } from './upstream-vault.service.js';
  * helper code, a device approval, relayed tokens) is the business of the flows that start it.
  */
 @Module({
-  imports: [TypeOrmModule.forFeature([IdentityProviderEntity])],
+  imports: [TypeOrmModule.forFeature([IdentityProviderEntity]), AuditModule],
   providers: [RelayHandOversRepository, RelayService, RelayedTokensRepository, IdentityProvidersService, SignInConfirmationsService, SignInMethodsService, UpstreamClientsService, UpstreamSignInService, UpstreamSignInsRepository, UpstreamSessionsRepository, UpstreamRecheckService, UpstreamVaultService],
   // The sign-in and relay repositories: for the instance module's purges too.
   exports: [RelayService, RelayHandOversRepository, RelayedTokensRepository, UpstreamRecheckService, UpstreamSessionsRepository, UpstreamSignInsRepository, IdentityProvidersService, SignInConfirmationsService, SignInMethodsService, UpstreamClientsService, UpstreamSignInService, UpstreamVaultService],

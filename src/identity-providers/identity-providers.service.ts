@@ -1,6 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import type { Repository } from 'typeorm';
+import type { AuditAction } from '../audit/admin-change.js';
+import { AuditTrailService } from '../audit/audit-trail.service.js';
 import { conflict, foundOr, invalidInput, isUniqueViolation } from '../common/errors/app-error.js';
 import { CONTROL } from '../common/validation/storable-text.js';
 import { validateInput } from '../common/validation/validate-input.js';
@@ -47,6 +49,7 @@ export class IdentityProvidersService {
     private readonly upstream: UpstreamClientsService,
     private readonly vault: UpstreamVaultService,
     private readonly env: Env,
+    private readonly audit: AuditTrailService,
   ) {}
 
   /**
@@ -71,7 +74,10 @@ export class IdentityProvidersService {
       trustEmail: dto.trustEmail!,
     });
     try {
-      await this.providers.insert(provider);
+      await this.providers.manager.transaction(async (manager) => {
+        await manager.insert(IdentityProviderEntity, provider);
+        await this.audit.record(manager, { action: 'idp.created', target: provider.name, details: { issuer, mode: provider.mode } });
+      });
     } catch (error) {
       if (isUniqueViolation(error)) throw conflict(`an identity provider named "${dto.name}" already exists`);
       throw error;
@@ -95,7 +101,7 @@ export class IdentityProvidersService {
     if (changes.scopes !== undefined) provider.scopes = ensureOpenid(changes.scopes);
     if (changes.mode !== undefined) provider.mode = changes.mode;
     if (changes.trustEmail !== undefined) provider.trustEmail = changes.trustEmail;
-    return this.toView(await this.providers.save(provider));
+    return this.toView(await this.saveRecorded(provider, 'idp.updated', { changed: Object.keys(changes) }));
   }
 
   /** A new client secret (null or empty: none, a public client from now on). */
@@ -104,7 +110,7 @@ export class IdentityProvidersService {
     const clientSecret = checkSecret(secret);
     if (!this.vault.available) throw invalidInput(UPSTREAM_NEEDS_KEK);
     provider.clientSecretSealed = clientSecret === null ? null : this.vault.seal(secretContext(name), clientSecret);
-    return this.toView(await this.providers.save(provider));
+    return this.toView(await this.saveRecorded(provider, 'idp.secret_rotated', { public_client: clientSecret === null }));
   }
 
   /** Removes a provider no client signs in with; its brokered users stay (and can sign in again if it comes back). */
@@ -118,8 +124,19 @@ export class IdentityProvidersService {
       const named = users.map((client) => `${client.name} (${client.id})`).join(', ');
       throw conflict(`identity provider "${name}" is a sign-in method of ${users.length === 1 ? 'a client' : `${users.length} clients`}: ${named}; change their --sign-in first`);
     }
-    await this.providers.delete({ name });
+    await this.providers.manager.transaction(async (manager) => {
+      await manager.delete(IdentityProviderEntity, { name });
+      await this.audit.record(manager, { action: 'idp.deleted', target: name, details: { issuer: provider.issuer } });
+    });
     return this.toView(provider);
+  }
+
+  private saveRecorded(provider: IdentityProviderEntity, action: AuditAction, details: Record<string, string[] | boolean>): Promise<IdentityProviderEntity> {
+    return this.providers.manager.transaction(async (manager) => {
+      const saved = await manager.save(provider);
+      await this.audit.record(manager, { action, target: provider.name, details });
+      return saved;
+    });
   }
 
   /** The provider with this name, or null (a name no provider can have is unknown without a query). */

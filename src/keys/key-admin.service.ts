@@ -1,4 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
+import { AuditTrailService } from '../audit/audit-trail.service.js';
 import { conflict, notFound } from '../common/errors/app-error.js';
 import { SecurityEvents } from '../common/logging/security-events.js';
 import { Env } from '../config/env.js';
@@ -38,6 +39,7 @@ export class KeyAdminService {
     private readonly keys: KeysService,
     private readonly env: Env,
     private readonly events: SecurityEvents,
+    private readonly audit: AuditTrailService,
   ) {}
 
   async list(): Promise<KeyView[]> {
@@ -53,7 +55,7 @@ export class KeyAdminService {
    * its algorithm is refused, changing nothing.
    */
   async rotate(alg?: SigningAlg): Promise<RotateResult[]> {
-    const rotated = await this.repository.withKeyLock(async (store) => {
+    const rotated = await this.repository.withKeyLock(async (store, manager) => {
       const algs = alg ? [alg] : SIGNING_ALGS;
       for (const each of algs) {
         const pending = await store.findPending(each);
@@ -72,6 +74,7 @@ export class KeyAdminService {
       for (const [index, old] of newest.entries()) {
         const { key, retired } = await store.rotate(old, successors[index], this.env.KEY_ACTIVATION_DELAY);
         results.push({ ...toNewKeyView(key), retired: { kid: retired.kid, expires_at: retired.expiresAt!.toISOString() } });
+        await this.audit.record(manager, { action: 'key.rotated', target: key.kid, details: { alg: key.alg, retired: retired.kid } });
       }
       return results;
     });
@@ -91,26 +94,37 @@ export class KeyAdminService {
   async revoke(kid: string): Promise<RevokeResult> {
     // kids are JWK thumbprints (RFC 7638): anything else, NUL included, is no key, asked without a query.
     if (!/^[\x21-\x7e]{1,256}$/.test(kid)) throw notFound(`no signing key with kid ${JSON.stringify(kid)}`);
-    const result = await this.repository.withKeyLock(async (store) => {
-      const key = await store.findByKid(kid);
-      if (!key) throw notFound(`no signing key with kid "${kid}"`);
-      if (key.revokedAt) {
-        await store.notifyRevoked(kid);
-        return { ...revokedView(key), already_revoked: true, replaced_by: null };
-      }
-      const [signing, pending] = [await store.findSigning(key.alg), await store.findPending(key.alg)];
-      const replaced = signing?.kid === kid ? signing : null;
-      const encrypted = replaced && !pending ? this.encryptsLike(replaced) : false; // checked before anything changes
-      const revoked = await store.revoke(kid);
-      let replacement: SigningKeyEntity | null = null;
-      if (replaced) replacement = pending ? await store.activateNow(pending.kid) : await this.successorOf(store, replaced, encrypted);
-      else if (pending?.kid === kid && signing) await store.keepSigning(signing.kid);
-      await store.notifyRevoked(kid);
-      return { ...revokedView(revoked), already_revoked: false, replaced_by: replacement && toNewKeyView(replacement) };
+    const result = await this.repository.withKeyLock(async (store, manager) => {
+      const revoked = await this.revokeLocked(store, kid);
+      await this.audit.record(manager, {
+        action: 'key.revoked',
+        target: kid,
+        details: { already_revoked: revoked.already_revoked, replaced_by: revoked.replaced_by?.kid ?? null },
+      });
+      return revoked;
     });
     this.keys.keyRevoked(kid);
     this.events.emit('key.revoked', { reason: 'cli', kid, alreadyRevoked: result.already_revoked, replacedBy: result.replaced_by?.kid ?? null });
     return result;
+  }
+
+  /** revoke's change, under the key lock. */
+  private async revokeLocked(store: KeyStore, kid: string): Promise<RevokeResult> {
+    const key = await store.findByKid(kid);
+    if (!key) throw notFound(`no signing key with kid "${kid}"`);
+    if (key.revokedAt) {
+      await store.notifyRevoked(kid);
+      return { ...revokedView(key), already_revoked: true, replaced_by: null };
+    }
+    const [signing, pending] = [await store.findSigning(key.alg), await store.findPending(key.alg)];
+    const replaced = signing?.kid === kid ? signing : null;
+    const encrypted = replaced && !pending ? this.encryptsLike(replaced) : false; // checked before anything changes
+    const revoked = await store.revoke(kid);
+    let replacement: SigningKeyEntity | null = null;
+    if (replaced) replacement = pending ? await store.activateNow(pending.kid) : await this.successorOf(store, replaced, encrypted);
+    else if (pending?.kid === kid && signing) await store.keepSigning(signing.kid);
+    await store.notifyRevoked(kid);
+    return { ...revokedView(revoked), already_revoked: false, replaced_by: replacement && toNewKeyView(replacement) };
   }
 
   /** Whether a new key beside `active` is sealed (see PrivateKeyVaultService.encryptsLike), saying so when the KEK goes unused. */

@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { JwtModule } from '@nestjs/jwt';
 import { TypeOrmModule } from '@nestjs/typeorm';
+import { AuditModule } from '../audit/audit.module.js';
 import { JwksController } from './jwks.controller.js';
 import { JwtSignerService } from './jwt-signer.service.js';
 import { KeyAdminService } from './key-admin.service.js';
@@ -11,7 +12,7 @@ import { SigningKeyEntity } from './signing-key.entity.js';
 
 /** Signing keys as every process uses them; the service's start-up part is KeysInstanceModule. */
 @Module({
-  imports: [TypeOrmModule.forFeature([SigningKeyEntity]), JwtModule.register({})],
+  imports: [TypeOrmModule.forFeature([SigningKeyEntity]), JwtModule.register({}), AuditModule],
   controllers: [JwksController],
   providers: [KeysRepository, PrivateKeyVaultService, KeysService, KeyAdminService, JwtSignerService],
   // The repository and vault for KeysInstanceModule's start-up work.

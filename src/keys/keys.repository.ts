@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { JWK } from 'jose';
-import { DataSource } from 'typeorm';
+import { DataSource, type EntityManager } from 'typeorm';
 import { KeyStore, SIGNS_NOW } from './key-store.js';
 import { type SigningAlg, SigningKeyEntity, type StoredPrivateKey } from './signing-key.entity.js';
 
@@ -41,10 +41,10 @@ export class KeysRepository {
   constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
 
   /** Runs `work` in a transaction holding the key lock, so two starts never both create a key. */
-  withKeyLock<T>(work: (keys: KeyStore) => Promise<T>): Promise<T> {
+  withKeyLock<T>(work: (keys: KeyStore, manager: EntityManager) => Promise<T>): Promise<T> {
     return this.dataSource.transaction(async (manager) => {
       await manager.query('SELECT pg_advisory_xact_lock($1)', [KEYS_LOCK_KEY]);
-      return work(new KeyStore(manager));
+      return work(new KeyStore(manager), manager);
     });
   }
 

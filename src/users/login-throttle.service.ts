@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
+import { AuditTrailService } from '../audit/audit-trail.service.js';
 import { addressPrefix } from '../common/http/address-prefix.js';
 import { SecurityEvents } from '../common/logging/security-events.js';
 import { NEXT_FAILURES_SQL, slowDownDelaySql } from '../common/slow-down-sql.js';
@@ -47,6 +48,7 @@ export class LoginThrottleService {
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
     private readonly events: SecurityEvents,
+    private readonly audit: AuditTrailService,
   ) {}
 
   /** Seconds before an attempt with these keys may be checked; 0: go ahead (then `reserve` it). */
@@ -94,11 +96,15 @@ export class LoginThrottleService {
 
   /** Forgets every slow-down of a username, from every address (an operator's unlock). */
   async clearUser(username: string): Promise<number> {
-    const [, deleted]: [unknown, number] = await this.dataSource.query(
-      `WITH hashed AS (SELECT encode(sha256(convert_to(lower($1::text), 'UTF8')), 'hex') AS u)
-       DELETE FROM login_failures WHERE key = (SELECT 'user:' || u FROM hashed) OR starts_with(key, (SELECT 'pair:' || u || ':' FROM hashed))`,
-      [username],
-    );
+    const deleted = await this.dataSource.transaction(async (manager) => {
+      const [, count]: [unknown, number] = await manager.query(
+        `WITH hashed AS (SELECT encode(sha256(convert_to(lower($1::text), 'UTF8')), 'hex') AS u)
+         DELETE FROM login_failures WHERE key = (SELECT 'user:' || u FROM hashed) OR starts_with(key, (SELECT 'pair:' || u || ':' FROM hashed))`,
+        [username],
+      );
+      await this.audit.record(manager, { action: 'user.unlocked', username, details: { cleared_slow_downs: count } });
+      return count;
+    });
     this.events.emit('user.unlocked', { reason: 'cli', username, clearedSlowDowns: deleted });
     return deleted;
   }

@@ -2,6 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import type { QueryDeepPartialEntity, Repository } from 'typeorm';
+import type { AuditAction } from '../audit/admin-change.js';
+import { AuditTrailService } from '../audit/audit-trail.service.js';
 import { conflict, foundOr, invalidInput, isUniqueViolation } from '../common/errors/app-error.js';
 import { SecurityEvents } from '../common/logging/security-events.js';
 import { validateInput } from '../common/validation/validate-input.js';
@@ -31,13 +33,17 @@ export class UsersService {
     @InjectRepository(UserEntity) private readonly users: Repository<UserEntity>,
     private readonly signOuts: SignOutsRepository,
     private readonly events: SecurityEvents,
+    private readonly audit: AuditTrailService,
   ) {}
 
   async create(input: { username?: string; password?: string }): Promise<UserView> {
     const dto = await validateInput(CreateUserDto, input);
     const user = this.users.create({ username: dto.username, passwordHash: await hashPassword(dto.password) });
     try {
-      await this.users.insert(user);
+      await this.users.manager.transaction(async (manager) => {
+        await manager.insert(UserEntity, user);
+        await this.audit.record(manager, { action: 'user.created', username: user.username });
+      });
     } catch (error) {
       if (isUniqueViolation(error)) throw conflict(`a user named "${dto.username}" already exists`);
       throw error;
@@ -64,7 +70,7 @@ export class UsersService {
     const user = await this.require(username);
     if (user.upstreamIssuer) throw invalidInput(`${user.username} signs in through the identity provider ${user.provider}: a password is set there, not here`);
     const dto = await validateInput(NewPasswordDto, { password });
-    const changed = await this.changeAndSignOut(user.id, { passwordHash: await hashPassword(dto.password) });
+    const changed = await this.changeAndSignOut(user.id, { passwordHash: await hashPassword(dto.password) }, 'user.password_set');
     this.events.emit('user.password_set', { reason: 'cli', username: changed.username, userId: changed.id, revokedGrants: changed.revoked_grants });
     return changed;
   }
@@ -73,7 +79,7 @@ export class UsersService {
   async disable(username: string): Promise<SignedOutUser> {
     const user = await this.require(username);
     // Disabling twice keeps the first date.
-    const changed = await this.changeAndSignOut(user.id, { disabledAt: user.disabledAt ?? (() => 'now()') });
+    const changed = await this.changeAndSignOut(user.id, { disabledAt: user.disabledAt ?? (() => 'now()') }, 'user.disabled');
     this.events.emit('user.disabled', { reason: 'cli', username: changed.username, userId: changed.id, revokedGrants: changed.revoked_grants });
     return changed;
   }
@@ -81,7 +87,10 @@ export class UsersService {
   /** The user may sign in again; grants revoked meanwhile stay revoked. */
   async enable(username: string): Promise<UserView> {
     const user = await this.require(username);
-    await this.users.update({ id: user.id }, { disabledAt: null });
+    await this.users.manager.transaction(async (manager) => {
+      await manager.update(UserEntity, { id: user.id }, { disabledAt: null });
+      await this.audit.record(manager, { action: 'user.enabled', username: user.username });
+    });
     this.events.emit('user.enabled', { reason: 'cli', username: user.username, userId: user.id });
     return toView({ ...user, disabledAt: null });
   }
@@ -92,11 +101,13 @@ export class UsersService {
     return foundOr(isPlausibleLogin(username, '') ? await this.findByUsername(username) : null, `no user named "${username}"`);
   }
 
-  private changeAndSignOut(id: string, changes: QueryDeepPartialEntity<UserEntity>): Promise<SignedOutUser> {
+  private changeAndSignOut(id: string, changes: QueryDeepPartialEntity<UserEntity>, action: AuditAction): Promise<SignedOutUser> {
     return this.users.manager.transaction(async (manager) => {
       await manager.update(UserEntity, { id }, changes);
       const revokedGrants = await this.signOuts.signOut(manager, { userId: id });
-      return { ...toView(await manager.findOneByOrFail(UserEntity, { id })), revoked_grants: revokedGrants };
+      const changed = { ...toView(await manager.findOneByOrFail(UserEntity, { id })), revoked_grants: revokedGrants };
+      await this.audit.record(manager, { action, username: changed.username, details: { revoked_grants: revokedGrants } });
+      return changed;
     });
   }
 

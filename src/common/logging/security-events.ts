@@ -30,6 +30,24 @@ export interface SecurityEventFields {
   'upstream.cancelled': { reason: 'provider_error'; provider: string; error: string; clientId: string };
   'upstream.signed_in': { reason: 'broker' | 'relay'; provider: string; clientId: string; userId: string | null };
   'upstream.recheck_failed': { reason: 'invalid_grant' | 'unreachable'; provider: string; clientId: string; userId: string; grantId: string; grantRevoked: boolean };
+  /** A read of the admin API (`route` is its path pattern, as `GET /admin/v1/users/:username`). */
+  'admin.read': { reason: 'admin_api'; clientId: string; route: string };
+}
+
+/**
+ * An administrative change made through HTTP, named by the audit trail's action: `admin.` and the
+ * action (`admin.user.disabled`), or `client.registered` for a registration (RFC 7591). `clientId`
+ * is the caller; what it changed is named by the other fields, never a secret.
+ */
+export type AdminChangeEvent = 'client.registered' | `admin.${string}`;
+export interface AdminChangeFields {
+  reason: 'admin_api' | 'registration';
+  clientId: string;
+  action: string;
+  subjectClientId: string | null;
+  username: string | null;
+  target: string | null;
+  details: Record<string, unknown>;
 }
 
 export type SecurityEvent = keyof SecurityEventFields;
@@ -53,6 +71,7 @@ const EVENTS: { [E in SecurityEvent]: { level: 'info' | 'warn'; says: string } }
   'upstream.cancelled': { level: 'info', says: 'sign-in cancelled at the identity provider' },
   'upstream.signed_in': { level: 'info', says: 'signed in at the identity provider' },
   'upstream.recheck_failed': { level: 'warn', says: "the identity provider refused a brokered user's refresh" },
+  'admin.read': { level: 'info', says: 'read through the admin API' },
 };
 
 /**
@@ -71,6 +90,16 @@ export class SecurityEvents {
       this.log[level](line, says);
     } catch {
       // A log line never fails, nor delays, what it reports.
+    }
+  }
+
+  emitAdminChange(event: AdminChangeEvent, fields: AdminChangeFields, requester?: Requester): void {
+    try {
+      const line: Record<string, unknown> = { event, ...fields };
+      if (requester) Object.assign(line, { address: requester.address, reqId: requester.requestId });
+      this.log.info(line, event === 'client.registered' ? 'client registered' : 'administrative change through the admin API');
+    } catch {
+      // As emit: never fails what it reports.
     }
   }
 }

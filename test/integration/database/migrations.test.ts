@@ -4,6 +4,7 @@ import { dataSourceOptions, runMigrations } from '../../../src/database/data-sou
 import { createTestDatabase, query } from '../../setup/database.js';
 
 const SCHEMA_TABLES = [
+  'audit_events',
   'authorization_codes',
   'authorizations',
   'browser_sessions',
