@@ -1,12 +1,11 @@
 import { Module } from '@nestjs/common';
 import { TerminusModule } from '@nestjs/terminus';
+import { BearerModule } from '../bearer/bearer.module.js';
 import { ClientsModule } from '../clients/clients.module.js';
 import { HousekeepingModule } from '../database/housekeeping.module.js';
 import { HealthModule } from '../health/health.module.js';
 import { KeysModule } from '../keys/keys.module.js';
 import { TokenModule } from '../token/token.module.js';
-import { BearerAuthenticatorService } from './bearer-authenticator.service.js';
-import { BearerGuard } from './bearer.guard.js';
 import { DeliveryRepository } from './delivery/delivery.repository.js';
 import { DeliveryService } from './delivery/delivery.service.js';
 import { NotificationListenerService } from './delivery/notification-listener.service.js';
@@ -30,14 +29,11 @@ import { StreamsService } from './streams/streams.service.js';
  * streams/ (v1 and v2 WebSocket, SSE, compression, heartbeat, revocations: each stream's life)
  * -> delivery/ (what each connection is sent, and the cursors it confirms)
  * -> publish/ (the routes and CLI that store notifications, their store, retention and wake-ups).
- * The bearer guard at this root guards both the publish routes and the streams.
  */
 @Module({
-  imports: [ClientsModule, HousekeepingModule, KeysModule, TokenModule, HealthModule, TerminusModule, NotificationPublishingModule],
+  imports: [BearerModule, ClientsModule, HousekeepingModule, KeysModule, TokenModule, HealthModule, TerminusModule, NotificationPublishingModule],
   controllers: [NotificationController, EventStreamController],
   providers: [
-    BearerAuthenticatorService,
-    BearerGuard,
     ConnectionRegistryService,
     DeliveryRepository,
     DeliveryService,
@@ -52,6 +48,6 @@ import { StreamsService } from './streams/streams.service.js';
     StreamRevocationsService,
     StreamsService,
   ],
-  exports: [BearerAuthenticatorService, StreamAuthorizerService, DeliveryService],
+  exports: [StreamAuthorizerService, DeliveryService],
 })
 export class NotificationModule {}

@@ -1,6 +1,6 @@
 import { type ArgumentsHost, Catch, type ExceptionFilter } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
-import { BearerRejection } from '../notification/bearer-authenticator.service.js';
+import { BearerRejection } from '../bearer/bearer-authenticator.service.js';
 import { OAuthError } from '../oauth/oauth-error.js';
 import { OAuthExceptionFilter } from '../oauth/oauth-exception.filter.js';
 

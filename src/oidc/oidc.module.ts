@@ -2,7 +2,7 @@ import { Module } from '@nestjs/common';
 import { ClientsModule } from '../clients/clients.module.js';
 import { IdentityProvidersModule } from '../identity-providers/identity-providers.module.js';
 import { KeysModule } from '../keys/keys.module.js';
-import { NotificationModule } from '../notification/notification.module.js';
+import { BearerModule } from '../bearer/bearer.module.js';
 import { SessionsModule } from '../sessions/sessions.module.js';
 import { TokenModule } from '../token/token.module.js';
 import { UsersModule } from '../users/users.module.js';
@@ -15,7 +15,7 @@ import { UserinfoService } from './userinfo.service.js';
 
 /** OpenID Connect's own routes: the discovery document, userinfo and logout. The bearer checks are the notification routes' own. */
 @Module({
-  imports: [ClientsModule, IdentityProvidersModule, KeysModule, NotificationModule, SessionsModule, TokenModule, UsersModule],
+  imports: [BearerModule, ClientsModule, IdentityProvidersModule, KeysModule, SessionsModule, TokenModule, UsersModule],
   controllers: [DiscoveryController, LogoutController, UserinfoController],
   providers: [LogoutService, ProviderLogoutReturnsService, UserinfoService],
 })

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { type AuthenticatedToken, BearerAuthenticatorService, BearerRejection } from '../notification/bearer-authenticator.service.js';
+import { type AuthenticatedToken, BearerAuthenticatorService, BearerRejection } from '../bearer/bearer-authenticator.service.js';
 import { readFormBody } from '../oauth/oauth-params.js';
 import { IdentityProvidersService } from '../identity-providers/identity-providers.service.js';
 import { UsersService } from '../users/users.service.js';

@@ -1,10 +1,11 @@
-import { BadRequestException, Body, Controller, Get, HttpCode, PayloadTooLargeException, Post, Query, Req, Res, UseGuards } from '@nestjs/common';
+import { BadRequestException, Body, Controller, Get, HttpCode, PayloadTooLargeException, Post, Query, Req, Res } from '@nestjs/common';
 import { ApiAcceptedResponse, ApiBearerAuth, ApiBody, ApiOkResponse, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { invalidInput } from '../../common/errors/app-error.js';
 import { Env } from '../../config/env.js';
 import { ApiErrorResponse, ApiUnavailableResponse, RETRY_AFTER_HEADER } from '../../common/errors/api-error-response.decorator.js';
-import { ApiBearerRefusals, type AuthenticatedRequest, BearerGuard, Requires } from '../bearer.guard.js';
+import { type AuthenticatedRequest, RequiresScope } from '../../bearer/bearer.guard.js';
+import { PUBLISH_SCOPE, SUBSCRIBE_SCOPE } from '../notification-scopes.js';
 import { BatchAcceptedDto, ListedNotificationDto, PublishAcceptedDto } from './dto/notification-response.dto.js';
 import { isCalendarDate, PublishNotificationDto } from './dto/publish-notification.dto.js';
 import { type HistoryQuery, NotificationHistoryService } from './notification-history.service.js';
@@ -27,7 +28,6 @@ const ApiPublishUnavailableResponse = () =>
 @ApiTags('notifications')
 @ApiBearerAuth()
 @Controller(NOTIFICATIONS_ROUTE)
-@UseGuards(BearerGuard)
 export class NotificationController {
   constructor(
     private readonly publisher: NotificationPublisherService,
@@ -37,14 +37,13 @@ export class NotificationController {
 
   @Post()
   @HttpCode(202)
-  @Requires('publish')
+  @RequiresScope(PUBLISH_SCOPE)
   @ApiOperation({ summary: 'Publish a report notification to a recipient client (scope notification:publish)' })
   @ApiAcceptedResponse({ type: PublishAcceptedDto, description: 'answered once the notification is durably stored' })
   @ApiErrorResponse(
     400,
     '`errors` lists the field errors (a control character or a lone surrogate in a text field is one; so is a recipient that is no registered client); without `errors` for JSON that cannot be read or nests deeper than 32 levels',
   )
-  @ApiBearerRefusals('notification:publish')
   @ApiErrorResponse(413, 'the body is over 64 KiB')
   @ApiErrorResponse(415, 'a media type the service does not read: send application/json')
   @ApiPublishUnavailableResponse()
@@ -54,7 +53,7 @@ export class NotificationController {
 
   @Post('batch')
   @HttpCode(202)
-  @Requires('publish')
+  @RequiresScope(PUBLISH_SCOPE)
   @ApiOperation({
     summary: 'Publish up to PUBLISH_BATCH_MAX notifications in one request (scope notification:publish)',
     description:
@@ -63,7 +62,6 @@ export class NotificationController {
   @ApiBody({ type: [PublishNotificationDto] })
   @ApiAcceptedResponse({ type: BatchAcceptedDto, description: 'answered once every valid element is durably stored' })
   @ApiErrorResponse(400, 'the body is not a JSON array of 1 to PUBLISH_BATCH_MAX elements, or is JSON that cannot be read or nests deeper than 32 levels')
-  @ApiBearerRefusals('notification:publish')
   @ApiErrorResponse(413, 'more than PUBLISH_BATCH_MAX elements (default 1,000), or a body over PUBLISH_BATCH_MAX_BYTES (default 4 MiB)')
   @ApiErrorResponse(415, 'a media type the service does not read: send application/json')
   @ApiPublishUnavailableResponse()
@@ -76,7 +74,7 @@ export class NotificationController {
   }
 
   @Get()
-  @Requires('subscribe')
+  @RequiresScope(SUBSCRIBE_SCOPE, 'the subscribe scope (DEFAULT_CLIENT_SCOPE)')
   @ApiOperation({
     summary: "The calling client's notifications (within retention) published since a time, or after a seq, oldest first",
     description:
@@ -86,7 +84,6 @@ export class NotificationController {
   @ApiQuery({ name: 'after', required: false, schema: { type: 'integer', minimum: 0, format: 'int64' }, description: 'a `seq` of an earlier answer (or 0): notifications after it' })
   @ApiOkResponse({ type: [ListedNotificationDto], description: 'as pushed, plus each one\'s `seq`; oldest first, at most 1,000 (page on with `after`)' })
   @ApiErrorResponse(400, '`since` and `after` both missing, `since` not an RFC 3339 timestamp, or `after` not an integer from 0 to 9223372036854775807')
-  @ApiBearerRefusals('the subscribe scope (DEFAULT_CLIENT_SCOPE)')
   @ApiUnavailableResponse()
   list(@Query('since') since: unknown, @Query('after') after: unknown, @Req() request: AuthenticatedRequest) {
     return this.history.list(request.token.client_id, readHistoryQuery(since, after));

@@ -1,11 +1,12 @@
-import { BadRequestException, Controller, Get, Headers, NotAcceptableException, Query, Req, Res, ServiceUnavailableException, UseGuards } from '@nestjs/common';
+import { BadRequestException, Controller, Get, Headers, NotAcceptableException, Query, Req, Res, ServiceUnavailableException } from '@nestjs/common';
 import { ApiBearerAuth, ApiHeader, ApiOperation, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import Negotiator from 'negotiator';
 import { ApiErrorResponse, RETRY_AFTER_HEADER } from '../../common/errors/api-error-response.decorator.js';
 import { Env } from '../../config/env.js';
-import { BearerAuthenticatorService, BearerRejection } from '../bearer-authenticator.service.js';
-import { ApiBearerRefusals, type AuthenticatedRequest, BearerGuard, Requires } from '../bearer.guard.js';
+import { BearerAuthenticatorService, BearerRejection } from '../../bearer/bearer-authenticator.service.js';
+import { type AuthenticatedRequest, RequiresScope } from '../../bearer/bearer.guard.js';
+import { SUBSCRIBE_SCOPE } from '../notification-scopes.js';
 import { EVENT_STREAM_HEADERS, EventStream, type EventStreamGzip } from './event-streams.js';
 import { readResumePosition } from './resume-position.js';
 import { signingKeyOf } from './stream-authorizer.service.js';
@@ -23,7 +24,6 @@ export const EVENT_STREAM_ROUTE = 'voyage/notification/v1/sse/products';
 @ApiTags('notifications')
 @ApiBearerAuth()
 @Controller(EVENT_STREAM_ROUTE)
-@UseGuards(BearerGuard)
 export class EventStreamController {
   constructor(
     private readonly streams: StreamsService,
@@ -32,7 +32,7 @@ export class EventStreamController {
   ) {}
 
   @Get()
-  @Requires('subscribe')
+  @RequiresScope(SUBSCRIBE_SCOPE, 'the subscribe scope (DEFAULT_CLIENT_SCOPE)')
   @ApiOperation({
     summary: "The calling client's notifications as server-sent events (scope: the subscribe scope)",
     description:
@@ -47,7 +47,6 @@ export class EventStreamController {
     content: { 'text/event-stream': { schema: { type: 'string', example: 'id: 42\nevent: notification\ndata: {"correlationId":"…"}\n\n' } } },
   })
   @ApiErrorResponse(400, '`Last-Event-ID`, `after` or `epoch` is not a value the service sends')
-  @ApiBearerRefusals('the subscribe scope (DEFAULT_CLIENT_SCOPE)')
   @ApiErrorResponse(406, 'the Accept header does not allow text/event-stream')
   @ApiErrorResponse(503, 'the instance is at WS_MAX_CONNECTIONS streams, the client at WS_MAX_CONNECTIONS_PER_CLIENT, or it is shutting down: try again after `Retry-After`', RETRY_AFTER_HEADER)
   async stream(

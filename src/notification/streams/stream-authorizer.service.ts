@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import { Injectable } from '@nestjs/common';
 import { decodeProtectedHeader } from 'jose';
 import { Env } from '../../config/env.js';
-import { BearerAuthenticatorService, BearerRejection } from '../bearer-authenticator.service.js';
+import { BearerAuthenticatorService, BearerRejection } from '../../bearer/bearer-authenticator.service.js';
 import type { ResumePosition } from '../delivery/delivery.service.js';
 import { readResumePosition } from './resume-position.js';
 import type { StreamToken } from './streams.service.js';

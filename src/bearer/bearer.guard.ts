@@ -1,4 +1,4 @@
-import { applyDecorators, type CanActivate, type ExecutionContext, HttpException, Injectable, SetMetadata } from '@nestjs/common';
+import { applyDecorators, type CanActivate, type ExecutionContext, HttpException, Injectable, SetMetadata, UseGuards } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiErrorResponse } from '../common/errors/api-error-response.decorator.js';
@@ -6,14 +6,17 @@ import { Env } from '../config/env.js';
 import type { AccessTokenClaims } from '../token/access-tokens.service.js';
 import { BearerAuthenticatorService, BearerRejection } from './bearer-authenticator.service.js';
 
-/** Scope a publisher's token must carry (contract, "Notification service"). */
-export const PUBLISH_SCOPE = 'notification:publish';
+/** The scope a route's token must hold: its name, or the setting that names it (DEFAULT_CLIENT_SCOPE). */
+export type RequiredScope = string | ((env: Env) => string);
+const REQUIRED_SCOPE = 'bearerScope';
 
-type Capability = 'publish' | 'subscribe';
-const CAPABILITY = 'notificationCapability';
-
-/** What the route's bearer token must allow: publishing, or subscribing (DEFAULT_CLIENT_SCOPE). */
-export const Requires = (capability: Capability) => SetMetadata(CAPABILITY, capability);
+/**
+ * Guards a route (or a controller's routes) with a client's bearer token holding `scope`, and
+ * describes its refusals in the OpenAPI document (`scopeInDocs` names a scope read from the settings).
+ */
+export function RequiresScope(scope: RequiredScope, scopeInDocs = typeof scope === 'string' ? scope : 'the required scope') {
+  return applyDecorators(SetMetadata(REQUIRED_SCOPE, scope), UseGuards(BearerGuard), ApiBearerRefusals(scopeInDocs));
+}
 
 /** The guard's refusals in the OpenAPI description: 401 and 403 with WWW-Authenticate (RFC 6750 §3). */
 export function ApiBearerRefusals(scope: string) {
@@ -26,6 +29,7 @@ export function ApiBearerRefusals(scope: string) {
 
 export type AuthenticatedRequest = FastifyRequest & { token: AccessTokenClaims };
 
+/** Lets a request through with a valid bearer token holding the route's scope (RFC 6750); the token's claims go on `request.token`. */
 @Injectable()
 export class BearerGuard implements CanActivate {
   constructor(
@@ -36,8 +40,9 @@ export class BearerGuard implements CanActivate {
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
     const request = context.switchToHttp().getRequest<AuthenticatedRequest>();
-    const capability = this.reflector.get<Capability>(CAPABILITY, context.getHandler());
-    const scope = capability === 'publish' ? PUBLISH_SCOPE : this.env.DEFAULT_CLIENT_SCOPE;
+    const required = this.reflector.getAllAndOverride<RequiredScope | undefined>(REQUIRED_SCOPE, [context.getHandler(), context.getClass()]);
+    if (required === undefined) throw new Error(`${context.getClass().name}.${context.getHandler().name} is guarded without a scope: give it @RequiresScope`);
+    const scope = typeof required === 'string' ? required : required(this.env);
     try {
       request.token = await this.authenticator.authenticate(request.headers.authorization, scope);
       return true;
