@@ -18,6 +18,7 @@ import { NotificationModule } from './notification/notification.module.js';
 import { OAuthHelperModule } from './oauth-helper/oauth-helper.module.js';
 import { OidcModule } from './oidc/oidc.module.js';
 import { PortalModule } from './portal/portal.module.js';
+import { RegistrationModule } from './registration/registration.module.js';
 import { TokenModule } from './token/token.module.js';
 import { UpstreamCallbackModule } from './upstream-callback/upstream-callback.module.js';
 import { UsersInstanceModule } from './users/users-instance.module.js';
@@ -50,6 +51,7 @@ export class AppModule {
         IdentityProvidersInstanceModule,
         NotificationModule,
         OidcModule,
+        RegistrationModule,
         HealthModule,
         PortalModule,
       ],

@@ -8,7 +8,7 @@ import { OAuthError } from './oauth/oauth-error.js';
 import { OAuthExceptionFilter } from './oauth/oauth-exception.filter.js';
 
 /** Paths whose every error, even one raised while reading the body, is an RFC 6749 §5.2 error. */
-const OAUTH_PATHS = ['/sso/token', '/sso/device_authorization', '/sso/introspect', '/sso/revoke', '/sso/userinfo', '/public/api/oauth2/token', '/external/oauth2helper/'];
+const OAUTH_PATHS = ['/sso/token', '/sso/device_authorization', '/sso/introspect', '/sso/revoke', '/sso/userinfo', '/sso/register', '/sso/register/', '/public/api/oauth2/token', '/external/oauth2helper/'];
 
 /**
  * The global filter. Controllers choose their format with @UseFilters, but errors from Fastify's

@@ -49,7 +49,8 @@ export class BearerGuard implements CanActivate {
     } catch (error) {
       if (!(error instanceof BearerRejection)) throw error;
       context.switchToHttp().getResponse<FastifyReply>().header('WWW-Authenticate', error.wwwAuthenticate);
-      throw new HttpException(error.message, error.status);
+      // The JSON routes answer it as any HttpException; the OAuth-format ones read the rejection from its cause (BearerExceptionFilter).
+      throw new HttpException(error.message, error.status, { cause: error });
     }
   }
 }

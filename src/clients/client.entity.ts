@@ -14,10 +14,11 @@ export const resolveGrantAlias = (grant: string): string => GRANT_ALIASES[grant]
 
 /**
  * How a client authenticates at the token endpoints, by its RFC 7591 §2 name: with its secret
- * (`client_secret_basic`, the registration default; `client_secret_post` is accepted as well), or
- * not at all (`none`: a public client, which names itself with `client_id` and must use PKCE).
+ * (`client_secret_basic`, the default, or `client_secret_post`, as a registration asked: either is
+ * accepted from any confidential client), or not at all (`none`: a public client, which names
+ * itself with `client_id` and must use PKCE).
  */
-export const TOKEN_ENDPOINT_AUTH_METHODS = ['client_secret_basic', 'none'] as const;
+export const TOKEN_ENDPOINT_AUTH_METHODS = ['client_secret_basic', 'client_secret_post', 'none'] as const;
 export type TokenEndpointAuthMethod = (typeof TOKEN_ENDPOINT_AUTH_METHODS)[number];
 
 /** The algorithms an ID token may be signed with (OpenID Connect Dynamic Client Registration's `id_token_signed_response_alg`). */
@@ -86,6 +87,14 @@ export class ClientEntity {
 
   @Column('timestamptz', { name: 'previous_secret_expires_at', nullable: true })
   previousSecretExpiresAt: Date | null;
+
+  /** SHA-256 of its registration access token (RFC 7592), for a client registered from software; null otherwise. */
+  @Column('bytea', { name: 'registration_token_hash', nullable: true })
+  registrationTokenHash: Buffer | null;
+
+  /** The client whose `clients:register` token registered it (RFC 7591); null for one the CLI or the admin API created. */
+  @Column('text', { name: 'registered_by', nullable: true })
+  registeredBy: string | null;
 
   /** Set by client:delete: the row stays as a tombstone (see ClientDeletion1795310000000). */
   @Column('timestamptz', { name: 'deleted_at', nullable: true })

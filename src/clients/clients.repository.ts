@@ -28,6 +28,7 @@ type ClientChanges = Pick<
   | 'postLogoutRedirectUris'
   | 'idTokenSignedResponseAlg'
   | 'heartbeatInterval'
+  | 'tokenEndpointAuthMethod'
 >;
 
 /** Tells every process, when the transaction commits, to drop its copy of the client. */
@@ -75,6 +76,21 @@ export class ClientsRepository {
       inserted.push(await manager.findOneByOrFail(ClientEntity, { id: client.id }));
     }
     return inserted;
+  }
+
+  /**
+   * How many clients `registeredBy` registered in the last `seconds`, and how long until the
+   * oldest of them leaves that window, counted under a lock on `registeredBy` held until the
+   * caller's transaction ends: two registrations by one client are counted one after the other.
+   */
+  async recentRegistrations(manager: EntityManager, registeredBy: string, seconds: number): Promise<{ count: number; oldestLeavesIn: number }> {
+    await manager.query(`SELECT pg_advisory_xact_lock(hashtextextended('client-registrations:' || $1, 0))`, [registeredBy]);
+    const [row]: { count: string; leaves_in: number | null }[] = await manager.query(
+      `SELECT count(*) AS count, extract(epoch FROM min(created_at) + make_interval(secs => $2) - now()) AS leaves_in
+       FROM clients WHERE registered_by = $1 AND created_at > now() - make_interval(secs => $2)`,
+      [registeredBy, seconds],
+    );
+    return { count: Number(row.count), oldestLeavesIn: Math.max(0, Number(row.leaves_in ?? 0)) };
   }
 
   /** Whether no client was ever created (a deleted one counts: its operator knows how). */
@@ -153,7 +169,7 @@ export class ClientsRepository {
       `UPDATE clients SET deleted_at = now(), updated_at = now(), enabled = false, previous_secret_hash = NULL,
          secret_hash = CASE WHEN token_endpoint_auth_method = 'none' THEN NULL ELSE '\\x'::bytea END,
          previous_secret_expires_at = NULL, grants = '{}', redirect_patterns = '{}', scopes = '{}', scope_descriptions = '{}',
-         post_logout_redirect_uris = '{}'
+         post_logout_redirect_uris = '{}', registration_token_hash = NULL
        WHERE id = $1 AND deleted_at IS NULL RETURNING name, deleted_at`,
       [id],
     );

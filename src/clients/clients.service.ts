@@ -63,7 +63,7 @@ export interface ClientUpdate {
   idTokenSignedResponseAlg?: string;
   /** Seconds; null goes back to the instance's WS_HEARTBEAT_INTERVAL (a string is refused). */
   heartbeatInterval?: number | string | null;
-  /** Never changes: given at all, the update is refused (see update). */
+  /** Between the two secret methods only: whether a client is public never changes (see update). */
   tokenEndpointAuthMethod?: string;
 }
 
@@ -117,14 +117,35 @@ export class ClientsService {
     return dto;
   }
 
+  /** Registers every client (checked by checkNew) in one transaction: all of them, or none. */
+  createAll(clients: CreateClientDto[]): Promise<RegisteredClient[]> {
+    return this.insert(clients, 'client.created', { registrationTokenHash: null, registeredBy: null });
+  }
+
   /**
-   * Registers every client (checked by checkNew) in one transaction: all of them, or none, each
-   * recorded in the audit trail as `action` (a registration through RFC 7591 is `client.registered`).
+   * Registers a client from software (RFC 7591): as createAll, with the hash of its registration
+   * access token and the client that registered it; `admit` runs first in the transaction and
+   * may refuse (a burst of registrations by one caller).
    */
-  async createAll(clients: CreateClientDto[], action: Extract<AuditAction, 'client.created' | 'client.registered'> = 'client.created'): Promise<RegisteredClient[]> {
+  async register(
+    client: CreateClientDto,
+    registration: { registrationTokenHash: Buffer; registeredBy: string },
+    admit: (manager: EntityManager, clients: ClientsRepository) => Promise<void>,
+  ): Promise<RegisteredClient> {
+    const [registered] = await this.insert([client], 'client.registered', registration, admit);
+    return registered;
+  }
+
+  private async insert(
+    clients: CreateClientDto[],
+    action: AuditAction,
+    registration: Pick<ClientEntity, 'registrationTokenHash' | 'registeredBy'>,
+    admit?: (manager: EntityManager, clients: ClientsRepository) => Promise<void>,
+  ): Promise<RegisteredClient[]> {
     // A public client gets no secret at all (RFC 6749 §2.1: it could not keep one).
     const secrets = clients.map((dto) => (dto.tokenEndpointAuthMethod === 'none' ? null : generateClientSecret()));
     const inserted = await this.dataSource.transaction(async (manager) => {
+      await admit?.(manager, this.clients);
       const rows = await this.clients.insertAll(
         manager,
         clients.map((dto, index) => ({
@@ -144,6 +165,7 @@ export class ClientsService {
           previousSecretHash: null,
           previousSecretExpiresAt: null,
           deletedAt: null,
+          ...registration,
         })),
       );
       for (const client of rows) {
@@ -194,7 +216,8 @@ export class ClientsService {
    */
   async update(id: string, update: ClientUpdate): Promise<ClientView> {
     const { scopeDescriptions, ...given } = Object.fromEntries(Object.entries(update).filter(([, value]) => value !== undefined)) as ClientUpdate;
-    if (given.tokenEndpointAuthMethod !== undefined) {
+    const current = given.tokenEndpointAuthMethod === undefined ? null : await this.require(id);
+    if (current && (given.tokenEndpointAuthMethod === 'none') !== isPublicClient(current)) {
       throw invalidInput('whether a client is public cannot change: register a new client instead');
     }
     if (Object.keys(given).length === 0 && !scopeDescriptions) {
@@ -213,6 +236,7 @@ export class ClientsService {
       ...(given.postLogoutRedirectUris ? { postLogoutRedirectUris: dto.postLogoutRedirectUris } : {}),
       ...(given.idTokenSignedResponseAlg !== undefined ? { idTokenSignedResponseAlg: dto.idTokenSignedResponseAlg } : {}),
       ...(given.heartbeatInterval !== undefined ? { heartbeatInterval: dto.heartbeatInterval } : {}),
+      ...(given.tokenEndpointAuthMethod !== undefined ? { tokenEndpointAuthMethod: dto.tokenEndpointAuthMethod } : {}),
       ...(scopeDescriptions || given.scopes ? { scopeDescriptions: await this.describedScopes(id, scopeDescriptions ?? {}, given.scopes) } : {}),
     }, this.recorded('client.updated', { changed: [...Object.keys(given), ...(scopeDescriptions ? ['scopeDescriptions'] : [])] }));
     return toView(foundOr(client, `no client with id "${id}"`));
@@ -246,6 +270,16 @@ export class ClientsService {
     this.clients.forget(id);
     if (!deleted) throw notFound(`no client with id "${id}"`);
     return { client_id: id, name: deleted.name, deleted_at: deleted.deleted_at.toISOString(), revoked_grants: deleted.revokedGrants };
+  }
+
+  /**
+   * The client `id` when `token` is its registration access token (RFC 7592), compared in constant
+   * time; null otherwise: unknown, deleted, registered by the CLI, or another client's token.
+   */
+  async findByRegistrationToken(id: string, token: string): Promise<ClientEntity | null> {
+    const client = await this.clients.findById(id);
+    const hash = client?.registrationTokenHash;
+    return hash && secretMatchesHash(token, hash) ? client : null;
   }
 
   /** The client `id` unless it was deleted, enabled or not. */

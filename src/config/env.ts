@@ -162,6 +162,14 @@ export class Env {
   @Matches(/^[\x21\x23-\x5B\x5D-\x7E]+$/, { message: '$property must be one scope token (RFC 6749 §3.3)' })
   DEFAULT_CLIENT_SCOPE: string = 'notification:subscribe';
 
+  /** The scopes a client registered from software (POST /sso/register) may be given, space-separated; the OpenID Connect ones are always allowed. */
+  @Matches(/^[\x21\x23-\x5B\x5D-\x7E]+( [\x21\x23-\x5B\x5D-\x7E]+)*$/, { message: '$property must be scope tokens (RFC 6749 §3.3) separated by single spaces' })
+  REGISTRATION_SCOPES: string = 'notification:subscribe';
+
+  /** Most clients one `clients:register` token's client may register in a minute; the next is refused with 429 and Retry-After. */
+  @Min(1) @Max(100_000) @IsInt()
+  REGISTRATION_RATE_LIMIT: number = 60;
+
   /** Seconds a browser's sign-in at the service lasts (single sign-on): within it, sign-in pages ask for no password. */
   @Min(60) @Max(2592000) @IsInt()
   SESSION_TTL: number = 43200;
@@ -340,6 +348,11 @@ export class Env {
 
   get frontendUrl() {
     return trimSlash(this.FRONTEND_URL ?? this.localUrl);
+  }
+
+  /** REGISTRATION_SCOPES as a list. */
+  get registrationScopes(): string[] {
+    return this.REGISTRATION_SCOPES.split(' ');
   }
 
   get identityUrl() {

@@ -3,7 +3,7 @@ import { errorDescription } from '../common/errors/error-description.js';
 /**
  * RFC 6749 §5.2 error codes, plus RFC 7009's unsupported_token_type, RFC 8707's invalid_target,
  * the device grant's answers to a poll (RFC 8628 §3.5) and a protected resource's refusals of a
- * bearer token (RFC 6750 §3.1, at userinfo).
+ * bearer token (RFC 6750 §3.1, at userinfo) and a registration's refusals (RFC 7591 §3.2.2).
  */
 export const OAUTH_ERROR_CODES = [
   'invalid_request',
@@ -22,6 +22,8 @@ export const OAUTH_ERROR_CODES = [
   'temporarily_unavailable',
   'invalid_token',
   'insufficient_scope',
+  'invalid_redirect_uri',
+  'invalid_client_metadata',
 ] as const;
 
 export type OAuthErrorCode = (typeof OAUTH_ERROR_CODES)[number];
@@ -43,16 +45,19 @@ export class OAuthError extends Error {
   readonly description: string;
   /** invalid_client only: the client authenticated with HTTP Basic, so the 401 names the scheme. */
   readonly basicChallenge: boolean;
+  /** Seconds the caller should wait before asking again (`Retry-After`), for a 429. */
+  readonly retryAfter?: number;
 
   constructor(
     readonly error: OAuthErrorCode,
     description: string,
-    options: { status?: number; basicChallenge?: boolean } = {},
+    options: { status?: number; basicChallenge?: boolean; retryAfter?: number } = {},
   ) {
     super(errorDescription(description));
     this.description = this.message;
     this.name = 'OAuthError';
     this.basicChallenge = options.basicChallenge ?? false;
+    this.retryAfter = options.retryAfter;
     this.status = options.status ?? STATUS_BY_ERROR[error] ?? 400;
   }
 }

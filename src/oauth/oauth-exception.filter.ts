@@ -30,7 +30,8 @@ export class OAuthExceptionFilter implements ExceptionFilter {
     const error = this.toOAuthError(exception);
     logFailure(http.getRequest<FastifyRequest>(), 'OAuth', error.status, exception, `${error.error}: ${error.description}`);
     if (error.basicChallenge) reply.header('WWW-Authenticate', 'Basic realm="voyage-connect", charset="UTF-8"');
-    if (error.status === 503) reply.header('Retry-After', String(RETRY_AFTER_S));
+    const retryAfter = error.retryAfter ?? (error.status === 503 ? RETRY_AFTER_S : undefined);
+    if (retryAfter !== undefined) reply.header('Retry-After', String(retryAfter));
     void reply
       .status(error.status)
       .header('Cache-Control', 'no-store')

@@ -3,7 +3,7 @@ import { ApiBearerAuth, ApiBody, ApiConsumes, ApiOkResponse, ApiOperation, ApiSe
 import { RequestHeader } from '../common/http/request-header.decorator.js';
 import { ApiOAuthErrorResponse, ApiOAuthUnavailableResponse, NO_STORE_HEADERS } from '../oauth/api-oauth-error-response.decorator.js';
 import { NoStore } from '../oauth/no-store.decorator.js';
-import { BearerExceptionFilter } from './bearer-exception.filter.js';
+import { BearerExceptionFilter } from '../bearer/bearer-exception.filter.js';
 import { UserinfoDto, UserinfoFormDto } from './dto/userinfo.dto.js';
 import { UserinfoService } from './userinfo.service.js';
 

@@ -23,6 +23,7 @@ export function authorizationServerMetadata(env: Env): AuthorizationServerMetada
     device_authorization_endpoint: `${env.frontendUrl}/sso/device_authorization`,
     introspection_endpoint: `${env.frontendUrl}/sso/introspect`,
     revocation_endpoint: `${env.frontendUrl}/sso/revoke`,
+    registration_endpoint: `${env.identityUrl}/sso/register`,
     jwks_uri: `${env.apiUrl}/.well-known/jwks.json`,
     response_types_supported: ['code'],
     response_modes_supported: ['query'],

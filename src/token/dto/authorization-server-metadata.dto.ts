@@ -20,6 +20,9 @@ export class AuthorizationServerMetadataDto {
   @ApiProperty({ description: 'FRONTEND_URL/sso/revoke' })
   revocation_endpoint: string;
 
+  @ApiProperty({ description: 'IDENTITY_URL/sso/register: dynamic client registration (RFC 7591) with a clients:register token' })
+  registration_endpoint: string;
+
   @ApiProperty({ description: 'API_URL/.well-known/jwks.json' })
   jwks_uri: string;
 
