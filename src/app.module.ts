@@ -1,6 +1,7 @@
 import { type DynamicModule, Module } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
 import type { Logger } from 'pino';
+import { AdminModule } from './admin/admin.module.js';
 import { AuditInstanceModule } from './audit/audit-instance.module.js';
 import { ClientsModule } from './clients/clients.module.js';
 import { SecurityEventsModule } from './common/logging/security-events.module.js';
@@ -52,6 +53,7 @@ export class AppModule {
         NotificationModule,
         OidcModule,
         RegistrationModule,
+        AdminModule,
         HealthModule,
         PortalModule,
       ],

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import { type EntityManager, IsNull, type QueryDeepPartialEntity, type Repository } from 'typeorm';
+import { type EntityManager, IsNull, MoreThan, type QueryDeepPartialEntity, type Repository } from 'typeorm';
 import { conflict, isUniqueViolation } from '../common/errors/app-error.js';
 import { PgListenerService } from '../database/pg-listener.service.js';
 import { ClientEntity } from './client.entity.js';
@@ -126,6 +126,11 @@ export class ClientsRepository {
     if (!client) return null;
     this.previousSecretDeadlines.set(client, performance.now() + Number(row.previous_secret_left_ms ?? 0));
     return client;
+  }
+
+  /** Live clients by id, after `after` (a page of at most `limit`). */
+  page(after: string | undefined, limit: number): Promise<ClientEntity[]> {
+    return this.clients.find({ where: { deletedAt: IsNull(), ...(after === undefined ? {} : { id: MoreThan(after) }) }, order: { id: 'ASC' }, take: limit });
   }
 
   list(): Promise<ClientEntity[]> {

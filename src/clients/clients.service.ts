@@ -183,6 +183,11 @@ export class ClientsService {
     });
   }
 
+  /** A page of live clients, by id (the admin API's list). */
+  async page(after: string | undefined, limit: number): Promise<ClientView[]> {
+    return (await this.clients.page(after, limit)).map(toView);
+  }
+
   async list(): Promise<ClientView[]> {
     return (await this.clients.list()).map(toView);
   }

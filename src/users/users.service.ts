@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import type { QueryDeepPartialEntity, Repository } from 'typeorm';
+import { MoreThan, type QueryDeepPartialEntity, type Repository } from 'typeorm';
 import type { AuditAction } from '../audit/admin-change.js';
 import { AuditTrailService } from '../audit/audit-trail.service.js';
 import { conflict, foundOr, invalidInput, isUniqueViolation } from '../common/errors/app-error.js';
@@ -49,6 +49,11 @@ export class UsersService {
       throw error;
     }
     return toView(user);
+  }
+
+  /** A page of portal users by id, after `after` (the admin API's list); never a password hash. */
+  async page(after: string | undefined, limit: number): Promise<UserView[]> {
+    return (await this.users.find({ where: after === undefined ? {} : { id: MoreThan(after) }, order: { id: 'ASC' }, take: limit })).map(toView);
   }
 
   /** Every portal user, oldest first; never a password hash. */
