@@ -3,7 +3,7 @@ import { printJson } from '../../common/cli/output.js';
 import { UsernameCommand, type UsernameOptions } from '../../common/cli/username-command.js';
 import { ClientsService } from '../../clients/clients.service.js';
 import { UsersService } from '../../users/users.service.js';
-import { SignOutsRepository } from '../../grants/sign-outs.repository.js';
+import { SignOutsRepository } from '../sign-outs.repository.js';
 
 @Command({
   name: 'grants:revoke',
