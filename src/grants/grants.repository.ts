@@ -18,6 +18,15 @@ export interface LiveGrant {
   expires_at: Date | null;
 }
 
+/** A grant about to be revoked by its id, locked, with whose it is. */
+export interface LockedGrant {
+  id: string;
+  user_id: string;
+  username: string;
+  client_id: string;
+  revoked_at: Date | null;
+}
+
 /** Grants: the family of tokens one sign-in produced; revoking it ends them all (GrantRevocationsService). */
 @Injectable()
 export class GrantsRepository {
@@ -63,6 +72,19 @@ export class GrantsRepository {
        GROUP BY g.id, c.name ORDER BY g.created_at, g.id`,
       [userId],
     );
+  }
+
+  /**
+   * The grant with this id and its user, its row locked as a revocation locks it (the refresh's
+   * slow path takes the same lock), so what is checked of it holds until the transaction ends.
+   */
+  async lockById(manager: EntityManager, grantId: string): Promise<LockedGrant | undefined> {
+    const [row] = await manager.query(
+      `SELECT g.id, g.user_id, u.username, g.client_id, g.revoked_at FROM grants g JOIN portal_users u ON u.id = g.user_id
+       WHERE g.id = $1 FOR NO KEY UPDATE OF g`,
+      [grantId],
+    );
+    return row;
   }
 
   /** Whether the grant exists and is not revoked (a purged grant no longer has live tokens). */
