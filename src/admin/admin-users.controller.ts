@@ -2,7 +2,7 @@ import { Body, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common'
 import { ApiBody, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiQuery } from '@nestjs/swagger';
 import { ClientsService } from '../clients/clients.service.js';
 import { ApiErrorResponse } from '../common/errors/api-error-response.decorator.js';
-import { GrantsRepository } from '../grants/grants.repository.js';
+import { GrantsService } from '../grants/grants.service.js';
 import { SignOutsRepository } from '../grants/sign-outs.repository.js';
 import { UsersService } from '../users/users.service.js';
 import { AdminController, AdminRead, AdminWrite, ApiPage } from './admin-route.decorator.js';
@@ -16,7 +16,7 @@ export class AdminUsersController {
   constructor(
     private readonly users: UsersService,
     private readonly clients: ClientsService,
-    private readonly grants: GrantsRepository,
+    private readonly grants: GrantsService,
     private readonly signOuts: SignOutsRepository,
   ) {}
 
@@ -80,5 +80,15 @@ export class AdminUsersController {
     const client = clientId === undefined ? null : await this.clients.show(String(clientId));
     const revoked = await this.signOuts.signOutNow({ userId: user.id, ...(client ? { clientId: client.client_id } : {}) });
     return { user_id: user.id, username: user.username, client_id: client?.client_id ?? null, revoked_grants: revoked };
+  }
+
+  @Delete(':username/grants/:grantId')
+  @AdminWrite()
+  @ApiOperation({ summary: 'Sign a user out of one device: revoke one grant by its grant_id, as grants:revoke --grant' })
+  @ApiOkResponse({ schema: { type: 'object', example: { user_id: USER_EXAMPLE.id, username: 'alice', client_id: 'n2J0c1hQ8aR7vJx5mK3LwA', grant_id: '5c1d…', revoked_grants: 1 } } })
+  @ApiErrorResponse(404, 'no user with this username, or no grant of theirs with this id')
+  async revokeGrant(@Param('username') username: string, @Param('grantId') grantId: string) {
+    const user = await this.users.show(username);
+    return this.grants.revokeOneNow(grantId, user);
   }
 }

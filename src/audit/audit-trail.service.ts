@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
-import { SecurityEvents } from '../common/logging/security-events.js';
+import { type SecurityEvent, type SecurityEventFields, SecurityEvents } from '../common/logging/security-events.js';
 import { afterCommit } from '../database/after-commit.js';
 import { currentActor } from './actor.js';
 import type { AdminChange } from './admin-change.js';
@@ -10,7 +10,8 @@ import { type AuditEventFilter, AuditEventsRepository, type AuditEventView } fro
  * The audit trail: every administrative change, from the CLI, the admin API or a registration, is
  * recorded by the service that makes it, in the change's own transaction (both commit or neither
  * does), as the current actor's (actor.ts). One made through HTTP is also told as a security event
- * on the service's log once it has committed; the CLI's keep their own events on its stderr.
+ * (`admin.*`, `client.registered`) on the service's log once it has committed; one made at the CLI
+ * by its own `reason: cli` event (tellAtCli) on the CLI's stderr.
  */
 @Injectable()
 export class AuditTrailService {
@@ -38,6 +39,14 @@ export class AuditTrailService {
         actor.requester,
       ),
     );
+  }
+
+  /**
+   * A change's `reason: cli` security event, written when an operator made it at the CLI (on its
+   * stderr); through HTTP the change is told as `admin.*` by record() instead, so it is told once.
+   */
+  tellAtCli<E extends SecurityEvent>(event: E, fields: SecurityEventFields[E]): void {
+    if (currentActor().kind === 'operator') this.securityEvents.emit(event, fields);
   }
 
   list(filter: AuditEventFilter): Promise<AuditEventView[]> {

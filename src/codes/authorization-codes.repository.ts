@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { DataSource, EntityManager } from 'typeorm';
 import { notifiedIdPayloadSql } from '../database/notified-id-set.js';
 import { PreparedStatement } from '../database/prepared-statement.js';
+import { grantAddress } from '../grants/grant-address.js';
 import { issueGrantCtes } from '../grants/grant-issuing-ctes.js';
 import { type IdTokenFacts, idTokenFactsSql } from '../token/id-tokens.service.js';
 import { issuableUserCte, issuedAfterStampSql } from '../grants/revocations.js';
@@ -115,6 +116,7 @@ const REDEEM = new PreparedStatement<RedeemedCode>(
      // A code approved before its sign-in was kept: issued at that sign-in, or moments after it.
      authTime: 'COALESCE(auth_time, issued_at)',
      sid: 'sid',
+     createdAddress: '$9::inet',
      refreshTokenHash: '$7',
      refreshTokenLifetimeSeconds: '$8',
    })}
@@ -250,6 +252,8 @@ export class AuthorizationCodesRepository {
       scope: string | null;
       refreshTokenHash: Buffer;
       refreshTokenLifetimeSeconds: number;
+      /** Who redeems it: the address the grant is made from. */
+      address: string;
     },
   ): Promise<RedeemedCode | undefined> {
     const [row] = await REDEEM.run(dataSource, [
@@ -261,6 +265,7 @@ export class AuthorizationCodesRepository {
       redemption.scope,
       redemption.refreshTokenHash,
       redemption.refreshTokenLifetimeSeconds,
+      grantAddress(redemption.address),
     ]);
     return row;
   }

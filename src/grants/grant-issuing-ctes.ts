@@ -20,6 +20,8 @@ export interface IssuedGrantSql {
   upstreamSessionId: string;
   authTime: string;
   sid: string;
+  /** The requester's address (an `inet`, as grantAddress makes it, or NULL). */
+  createdAddress: string;
   refreshTokenHash: string;
   refreshTokenLifetimeSeconds: string;
 }
@@ -27,8 +29,8 @@ export interface IssuedGrantSql {
 /** Two CTEs, `granted` (RETURNING id) and `first_refresh`, to follow the CTE `from` in a WITH list. */
 export const issueGrantCtes = (grant: IssuedGrantSql) =>
   `granted AS (
-     INSERT INTO grants (id, client_id, user_id, scope, flow, upstream_session_id, auth_time, sid)
-     SELECT ${grant.id}, ${grant.clientId}, ${grant.userId}, ${grant.scope}, ${grant.flow}, ${grant.upstreamSessionId}, ${grant.authTime}, ${grant.sid}
+     INSERT INTO grants (id, client_id, user_id, scope, flow, upstream_session_id, auth_time, sid, created_address)
+     SELECT ${grant.id}, ${grant.clientId}, ${grant.userId}, ${grant.scope}, ${grant.flow}, ${grant.upstreamSessionId}, ${grant.authTime}, ${grant.sid}, ${grant.createdAddress}
      FROM ${grant.from} RETURNING id),
    first_refresh AS (
      INSERT INTO refresh_tokens (token_hash, grant_id, client_id, expires_at)

@@ -11,7 +11,7 @@ export const GRANT_REVOKED_CHANNEL = 'vc_grant_revoked';
 /** Until when a revoked grant matters: its last access token expires an access-token lifetime after the revocation. */
 export const REVOKED_UNTIL_SQL = `revoked_at + interval '${USER_ACCESS_TOKEN_TTL} seconds'`;
 
-/** Which grants end: one (a replayed code, a reused or revoked refresh token, a provider's refusal), or a sign-out's (sign-outs.repository.ts). */
+/** Which grants end: one (a replayed code, a reused or revoked refresh token, a provider's refusal, an operator's GrantsService.revokeOne), or a sign-out's (sign-outs.repository.ts). */
 export type GrantSelection = { grantId: string } | { userId: string; clientId?: string } | { clientId: string };
 
 /**

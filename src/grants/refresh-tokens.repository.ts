@@ -5,6 +5,7 @@ import { USER_ACCESS_TOKEN_TTL } from '../config/env.js';
 import { PreparedStatement } from '../database/prepared-statement.js';
 import { type IdTokenFacts, idTokenFactsSql } from '../token/id-tokens.service.js';
 import type { GrantFlow } from './grant.js';
+import { grantAddress } from './grant-address.js';
 import { currentScopeSql, issuedAfterStampSql } from './revocations.js';
 
 export interface RefreshTokenRow {
@@ -36,7 +37,9 @@ const COLUMNS = 'r.grant_id, r.client_id, g.user_id, g.scope, g.flow, r.expires_
  * revocation of the grant committed meanwhile (every sign-out revokes the grants it ends) is
  * seen; the user is checked too, and the new tokens carry the client's current scopes only. What
  * the ID token says is read here too: a failure to read it retires nothing. A brokered grant due
- * for a re-check at its provider is left to the caller's slow path.
+ * for a re-check at its provider is left to the caller's slow path. The retired token keeps the
+ * address of the refresh that retired it (`rotated_address`): the grant's last refresh's address,
+ * written in the update the rotation makes anyway.
  */
 const ROTATE = new PreparedStatement<RotatedRefreshToken>(
   'rotate-refresh-token',
@@ -48,7 +51,7 @@ const ROTATE = new PreparedStatement<RotatedRefreshToken>(
        AND NOT EXISTS (SELECT 1 FROM upstream_sessions s WHERE s.id = g.upstream_session_id AND s.checked_at <= now() - make_interval(secs => $5))
      FOR SHARE OF g),
    rotated AS (
-     UPDATE refresh_tokens r SET rotated_at = now()
+     UPDATE refresh_tokens r SET rotated_at = now(), rotated_address = $6::inet
      FROM live_grant g
      WHERE r.token_hash = $1 AND r.client_id = $2 AND r.rotated_at IS NULL AND r.expires_at > now() AND g.id = r.grant_id
      RETURNING r.grant_id, g.user_id, ${currentScopeSql('g.scope', '$2')} AS scope, g.flow, g.auth_time, g.sid, g.username, g.upstream_issuer, g.profile, g.profile_updated_at),
@@ -99,14 +102,22 @@ export class RefreshTokensRepository {
    */
   async rotate(
     dataSource: DataSource,
-    rotation: { tokenHash: Buffer; clientId: string; successorHash: Buffer; successorLifetimeSeconds: number; recheckIntervalSeconds: number },
+    rotation: { tokenHash: Buffer; clientId: string; successorHash: Buffer; successorLifetimeSeconds: number; recheckIntervalSeconds: number; address: string },
   ): Promise<RotatedRefreshToken | undefined> {
-    const [row] = await ROTATE.run(dataSource, [rotation.tokenHash, rotation.clientId, rotation.successorHash, rotation.successorLifetimeSeconds, rotation.recheckIntervalSeconds]);
+    const [row] = await ROTATE.run(dataSource, [
+      rotation.tokenHash,
+      rotation.clientId,
+      rotation.successorHash,
+      rotation.successorLifetimeSeconds,
+      rotation.recheckIntervalSeconds,
+      grantAddress(rotation.address),
+    ]);
     return row;
   }
 
-  async markRotated(manager: EntityManager, tokenHash: Buffer): Promise<void> {
-    await manager.query('UPDATE refresh_tokens SET rotated_at = now() WHERE token_hash = $1', [tokenHash]);
+  /** `address`: the requester's, whose refresh retires the token (see ROTATE). */
+  async markRotated(manager: EntityManager, tokenHash: Buffer, address: string): Promise<void> {
+    await manager.query('UPDATE refresh_tokens SET rotated_at = now(), rotated_address = $2 WHERE token_hash = $1', [tokenHash, grantAddress(address)]);
   }
 
   /** The live grant a usable refresh token of this client belongs to (no lock): a re-check at the provider is worth asking for it only. */

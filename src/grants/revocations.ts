@@ -6,7 +6,7 @@ import { OPENID_SCOPES } from '../oauth/scope.js';
  * | What | Written as | Refused when issuing | Refused when used |
  * |---|---|---|---|
  * | an access token (RFC 7009) | `revoked_access_tokens` | — | bearer check, introspection |
- * | a grant (replayed code, reused or revoked refresh token) | `grants.revoked_at` | refresh | bearer check (`sid`), introspection |
+ * | a grant (replayed code, reused or revoked refresh token, one device signed out: `grants:revoke --grant`) | `grants.revoked_at` | refresh | bearer check (`sid`), introspection |
  * | a user's sign-ins (password change, disable, sign-out of every device) | `portal_users.tokens_valid_after` moved, `disabled_at` | redemption, refresh, device poll, approval, code pick-up, browser session | through the grants revoked with it |
  * | a browser session (logout) | `browser_sessions.ended_at` | single sign-on, "Continue as USER" | — |
  * | a sign-in through a provider, waiting (at the provider, or on "Continue to CLIENT?") | the user's stamp after its start (`upstream_sign_ins.started_at`); `voided_at` on a held one | the callback, Continue | — |
@@ -28,8 +28,8 @@ import { OPENID_SCOPES } from '../oauth/scope.js';
  * 4. **again right after a stream registers**, for a revocation that arrived during its handshake.
  *
  * A grant is revoked only through GrantRevocationsService.revoke, whoever decides it (a sign-out,
- * a client's deletion, a replayed code, a reused refresh token, /sso/revoke, a provider's
- * refusal): the one statement that writes `revoked_at` and NOTIFYs, and that tells RevokedGrantsService
+ * one device signed out, a client's deletion, a replayed code, a reused refresh token, /sso/revoke,
+ * a provider's refusal): the one statement that writes `revoked_at` and NOTIFYs, and that tells RevokedGrantsService
  * when the transaction commits.
  *
  * Races between a sign-out and an issuance are settled by row locks: a sign-out first locks the

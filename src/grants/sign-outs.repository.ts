@@ -2,7 +2,6 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, type EntityManager } from 'typeorm';
 import { AuditTrailService } from '../audit/audit-trail.service.js';
-import { SecurityEvents } from '../common/logging/security-events.js';
 import { GrantRevocationsService } from './grant-revocations.service.js';
 import { NEW_STAMP_SQL } from './revocations.js';
 
@@ -18,7 +17,6 @@ export type SignOutTarget = { userId: string; clientId?: string } | { clientId: 
 export class SignOutsRepository {
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
-    private readonly events: SecurityEvents,
     private readonly revocations: GrantRevocationsService,
     private readonly audit: AuditTrailService,
   ) {}
@@ -31,7 +29,7 @@ export class SignOutsRepository {
       await this.audit.record(manager, { action: 'user.signed_out', username: user?.username ?? null, clientId: target.clientId ?? null, details: { revoked_grants: revoked } });
       return revoked;
     });
-    this.events.emit('user.signed_out', { reason: 'cli', userId: target.userId, clientId: target.clientId ?? null, revokedGrants });
+    this.audit.tellAtCli('user.signed_out', { reason: 'cli', userId: target.userId, clientId: target.clientId ?? null, revokedGrants });
     return revokedGrants;
   }
 

@@ -1,7 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { AuditTrailService } from '../audit/audit-trail.service.js';
 import { conflict, notFound } from '../common/errors/app-error.js';
-import { SecurityEvents } from '../common/logging/security-events.js';
 import { Env } from '../config/env.js';
 import type { KeyStore } from './key-store.js';
 import { type KeyView, toKeyView, toNewKeyView } from './key-views.js';
@@ -38,7 +37,6 @@ export class KeyAdminService {
     private readonly vault: PrivateKeyVaultService,
     private readonly keys: KeysService,
     private readonly env: Env,
-    private readonly events: SecurityEvents,
     private readonly audit: AuditTrailService,
   ) {}
 
@@ -104,7 +102,7 @@ export class KeyAdminService {
       return revoked;
     });
     this.keys.keyRevoked(kid);
-    this.events.emit('key.revoked', { reason: 'cli', kid, alreadyRevoked: result.already_revoked, replacedBy: result.replaced_by?.kid ?? null });
+    this.audit.tellAtCli('key.revoked', { reason: 'cli', kid, alreadyRevoked: result.already_revoked, replacedBy: result.replaced_by?.kid ?? null });
     return result;
   }
 

@@ -3,7 +3,6 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { AuditTrailService } from '../audit/audit-trail.service.js';
 import { addressPrefix } from '../common/http/address-prefix.js';
-import { SecurityEvents } from '../common/logging/security-events.js';
 import { NEXT_FAILURES_SQL, slowDownDelaySql } from '../common/slow-down-sql.js';
 
 /**
@@ -47,7 +46,6 @@ export interface ThrottleKeys {
 export class LoginThrottleService {
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
-    private readonly events: SecurityEvents,
     private readonly audit: AuditTrailService,
   ) {}
 
@@ -105,7 +103,7 @@ export class LoginThrottleService {
       await this.audit.record(manager, { action: 'user.unlocked', username, details: { cleared_slow_downs: count } });
       return count;
     });
-    this.events.emit('user.unlocked', { reason: 'cli', username, clearedSlowDowns: deleted });
+    this.audit.tellAtCli('user.unlocked', { reason: 'cli', username, clearedSlowDowns: deleted });
     return deleted;
   }
 

@@ -5,7 +5,6 @@ import { MoreThan, type QueryDeepPartialEntity, type Repository } from 'typeorm'
 import type { AuditAction } from '../audit/admin-change.js';
 import { AuditTrailService } from '../audit/audit-trail.service.js';
 import { conflict, foundOr, invalidInput, isUniqueViolation } from '../common/errors/app-error.js';
-import { SecurityEvents } from '../common/logging/security-events.js';
 import { validateInput } from '../common/validation/validate-input.js';
 import { SignOutsRepository } from '../grants/sign-outs.repository.js';
 import { CreateUserDto, isPlausibleLogin, NewPasswordDto } from './dto/create-user.dto.js';
@@ -32,7 +31,6 @@ export class UsersService {
   constructor(
     @InjectRepository(UserEntity) private readonly users: Repository<UserEntity>,
     private readonly signOuts: SignOutsRepository,
-    private readonly events: SecurityEvents,
     private readonly audit: AuditTrailService,
   ) {}
 
@@ -76,7 +74,7 @@ export class UsersService {
     if (user.upstreamIssuer) throw invalidInput(`${user.username} signs in through the identity provider ${user.provider}: a password is set there, not here`);
     const dto = await validateInput(NewPasswordDto, { password });
     const changed = await this.changeAndSignOut(user.id, { passwordHash: await hashPassword(dto.password) }, 'user.password_set');
-    this.events.emit('user.password_set', { reason: 'cli', username: changed.username, userId: changed.id, revokedGrants: changed.revoked_grants });
+    this.audit.tellAtCli('user.password_set', { reason: 'cli', username: changed.username, userId: changed.id, revokedGrants: changed.revoked_grants });
     return changed;
   }
 
@@ -85,7 +83,7 @@ export class UsersService {
     const user = await this.require(username);
     // Disabling twice keeps the first date.
     const changed = await this.changeAndSignOut(user.id, { disabledAt: user.disabledAt ?? (() => 'now()') }, 'user.disabled');
-    this.events.emit('user.disabled', { reason: 'cli', username: changed.username, userId: changed.id, revokedGrants: changed.revoked_grants });
+    this.audit.tellAtCli('user.disabled', { reason: 'cli', username: changed.username, userId: changed.id, revokedGrants: changed.revoked_grants });
     return changed;
   }
 
@@ -96,7 +94,7 @@ export class UsersService {
       await manager.update(UserEntity, { id: user.id }, { disabledAt: null });
       await this.audit.record(manager, { action: 'user.enabled', username: user.username });
     });
-    this.events.emit('user.enabled', { reason: 'cli', username: user.username, userId: user.id });
+    this.audit.tellAtCli('user.enabled', { reason: 'cli', username: user.username, userId: user.id });
     return toView({ ...user, disabledAt: null });
   }
 

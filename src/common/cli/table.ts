@@ -9,8 +9,9 @@ const MIN_COLUMN = 8;
 /**
  * A list of records as columns (`columns`, or every field), one record as field/value rows, each
  * line at most TABLE_WIDTH characters. In a list the widest cells are cut short, ending in "…";
- * ids and secrets (`id`, `*_id`, `kid`, `*secret`) are never cut, since only a whole one can be copied. Columns
- * that still do not fit are left out, and a last line says so. One record's long values wrap.
+ * ids and secrets (`id`, `*_id`, `kid`, `*secret`) are never cut, since only a whole one can be copied. The last
+ * columns, when even cut short they do not fit, are left out (a last line says so), and the
+ * room they leave goes to the columns kept. One record's long values wrap.
  */
 export function toTable(value: unknown, columns?: string[]): string {
   const records = Array.isArray(value) ? value : [value];
@@ -24,22 +25,22 @@ export function toTable(value: unknown, columns?: string[]): string {
 function listRows(header: string[], body: string[][]): string {
   const natural = header.map((name, column) => Math.max(name.length, ...body.map((row) => row[column].length)));
   const floor = header.map((name, column) => (isWhole(name) ? natural[column] : Math.min(natural[column], Math.max(name.length, MIN_COLUMN))));
-  const widths = [...natural];
-  const total = () => widths.reduce((sum, width) => sum + width, 0) + GAP.length * (widths.length - 1);
+  const total = (widths: number[]) => widths.reduce((sum, width) => sum + width, 0) + GAP.length * (widths.length - 1);
+  // Leave out the last columns until the others fit at their shortest, so that the room of a
+  // column left out goes to the columns kept, and only then shorten those.
+  let kept = header.length;
+  while (kept > 1 && total(floor.slice(0, kept)) > TABLE_WIDTH) kept--;
+  const dropped = header.length - kept;
+  const widths = natural.slice(0, kept);
   // Shorten the widest shortenable column, one character at a time, until the line fits.
-  while (total() > TABLE_WIDTH) {
+  while (total(widths) > TABLE_WIDTH) {
     const widest = widths.reduce((best, width, column) => (width > floor[column] && (best < 0 || width > widths[best]) ? column : best), -1);
     if (widest < 0) break;
     widths[widest]--;
   }
-  let dropped = 0;
-  while (total() > TABLE_WIDTH && widths.length > 1) {
-    widths.pop();
-    dropped++;
-  }
   const line = (row: string[]) => widths.map((width, column) => fit(row[column], width).padEnd(width)).join(GAP).trimEnd();
   const lines = [line(header), line(widths.map((width) => '-'.repeat(width))), ...body.map(line)];
-  if (dropped > 0) lines.push(`(${dropped} more column${dropped === 1 ? '' : 's'}: ${header.slice(-dropped).join(', ')}; --format json shows everything)`);
+  if (dropped > 0) lines.push(...wrap(`(${dropped} more column${dropped === 1 ? '' : 's'}: ${header.slice(-dropped).join(', ')}; --format json shows everything)`, TABLE_WIDTH));
   return lines.join('\n');
 }
 

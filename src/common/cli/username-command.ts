@@ -18,8 +18,14 @@ export const DEPRECATED_USERNAME = 'deprecated: use --username';
 export abstract class UsernameCommand extends CommandRunner {
   /** The username, whichever form it came in; exactly one must be given. */
   protected usernameOf(args: string[], options: UsernameOptions): string {
+    const username = this.usernameIfGiven(args, options);
+    if (username === undefined) throw invalidInput("required option '--username <username>' not specified");
+    return username;
+  }
+
+  /** The username, whichever form it came in, for a command that may do without one; at most one may be given. */
+  protected usernameIfGiven(args: string[], options: UsernameOptions): string | undefined {
     const given = [options.username, options.user, args[0]].filter((value) => value !== undefined);
-    if (given.length === 0) throw invalidInput("required option '--username <username>' not specified");
     if (new Set(given).size > 1) throw invalidInput(`the username is given twice, differently (${given.map((value) => JSON.stringify(value)).join(', ')}): give --username once`);
     return given[0];
   }

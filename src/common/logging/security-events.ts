@@ -24,7 +24,8 @@ export interface SecurityEventFields {
   'user.enabled': ByOperator & { username: string; userId: string };
   'user.unlocked': ByOperator & { username: string; clearedSlowDowns: number };
   'user.password_set': ByOperator & { username: string; userId: string; revokedGrants: number };
-  'user.signed_out': ByOperator & { userId: string; clientId: string | null; revokedGrants: number };
+  /** `grantId`: one grant signed out (grants:revoke --grant), its client's id in `clientId`. */
+  'user.signed_out': ByOperator & { userId: string; clientId: string | null; revokedGrants: number; grantId?: string };
   'upstream.refused': { reason: 'unknown_provider' | 'no_state' | 'unknown' | 'used' | 'expired' | 'other_browser'; provider: string };
   'upstream.failed': { reason: 'unreachable' | 'refused' | 'invalid'; provider: string; check: string; clientId: string };
   'upstream.cancelled': { reason: 'provider_error'; provider: string; error: string; clientId: string };

@@ -63,6 +63,7 @@ export class AuthorizationCodeGrant implements GrantHandler<UserTokenResponse | 
         scope: grantScope,
         refreshTokenHash: refreshToken.hash,
         refreshTokenLifetimeSeconds: refreshToken.lifetimeSeconds,
+        address: requester.address,
       }));
       if (redeemed) {
         const grant = { grantId, clientId: client.id, userId: redeemed.user_id, ...granted(redeemed.request, grantScope), nonce: redeemed.request?.nonce };

@@ -4,6 +4,7 @@ import { DataSource } from 'typeorm';
 import { type ClientEntity, DEVICE_CODE_GRANT } from '../../clients/client.entity.js';
 import { sha256 } from '../../common/crypto/opaque-token.js';
 import type { AnswerDeadline } from '../../common/http/request-deadlines.js';
+import type { Requester } from '../../common/http/requester.js';
 import { GrantsRepository } from '../../grants/grants.repository.js';
 import { RelayHandOversRepository } from '../../identity-providers/relay/relay-hand-overs.repository.js';
 import { type RelayedTokenResponse, RelayService } from '../../identity-providers/relay/relay.service.js';
@@ -43,7 +44,7 @@ export class DeviceCodeGrant implements GrantHandler<UserTokenResponse | Relayed
     private readonly relay: RelayService,
   ) {}
 
-  async handle(params: OAuthParams, client: ClientEntity, deadline: AnswerDeadline): Promise<UserTokenResponse | RelayedTokenResponse> {
+  async handle(params: OAuthParams, client: ClientEntity, deadline: AnswerDeadline, requester: Requester): Promise<UserTokenResponse | RelayedTokenResponse> {
     const deviceCodeHash = sha256(requireParam(params, 'device_code'));
     try {
       const response = await inTokenTransaction(this.dataSource, deadline, async (manager) => {
@@ -56,7 +57,7 @@ export class DeviceCodeGrant implements GrantHandler<UserTokenResponse | Relayed
         if (poll.outcome !== 'approved') return new OAuthError(...POLL_ERRORS[poll.outcome]);
         const grant = { clientId: client.id, userId: poll.userId, scope: poll.scope, flow: 'device' as const, upstreamSessionId: poll.upstreamSessionId };
         // The ID tokens' auth_time and sid: the sign-in behind the approval, not the poll.
-        const grantId = await this.grants.create(manager, { ...grant, signIn: poll.signIn ?? undefined });
+        const grantId = await this.grants.create(manager, { ...grant, signIn: poll.signIn ?? undefined, address: requester.address });
         return this.tokens.issue(manager, { ...grant, grantId }, { withRefreshToken: client.grants.includes('refresh_token') });
       });
       this.metrics.devicePolls.inc({ outcome: 'approved' });

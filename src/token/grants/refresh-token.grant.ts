@@ -77,6 +77,7 @@ export class RefreshTokenGrant implements GrantHandler<UserTokenResponse | Relay
           successorHash: successor.hash,
           successorLifetimeSeconds: successor.lifetimeSeconds,
           recheckIntervalSeconds: this.env.IDP_RECHECK_INTERVAL,
+          address: requester.address,
         }),
       );
       if (rotated) {
@@ -108,7 +109,7 @@ export class RefreshTokenGrant implements GrantHandler<UserTokenResponse | Relay
       // RFC 6749 §6: a refresh may narrow the grant's scope, never widen it (nor past what the client may still have).
       const grantScope = parseScope(token.current_scope ?? undefined) ?? [];
       assertScopeAllowed(requestedScope, grantScope);
-      await this.refreshTokens.markRotated(manager, tokenHash);
+      await this.refreshTokens.markRotated(manager, tokenHash, requester.address);
       return this.tokens.issue(manager, {
         grantId: token.grant_id,
         clientId: client.id,

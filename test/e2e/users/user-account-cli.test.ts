@@ -194,9 +194,20 @@ describe('grants:revoke', () => {
 });
 
 describe('grants:list', () => {
-  type ListedGrant = { grant_id: string; client_id: string; client_name: string; scope: string | null; flow: string; created_at: string; last_refreshed_at: string | null; expires_at: string | null };
+  type ListedGrant = {
+    grant_id: string;
+    client_id: string;
+    client_name: string;
+    scope: string | null;
+    flow: string;
+    created_at: string;
+    created_address: string | null;
+    last_refreshed_at: string | null;
+    last_refreshed_address: string | null;
+    expires_at: string | null;
+  };
 
-  it("lists the user's signed-in devices, oldest first, with client, scope, last refresh and expiry; revoked ones leave the list", async () => {
+  it("lists the user's signed-in devices, oldest first, with client, scope, addresses, last refresh and expiry; revoked ones leave the list", async () => {
     const user = await createUser(app);
     const other = await createUser(app);
     const helper = await issueTokens(app, helperClient, user, { redirectUrl: LOOPBACK_REDIRECT, scope: SUBSCRIBE_SCOPE });
@@ -214,10 +225,12 @@ describe('grants:list', () => {
           scope: SUBSCRIBE_SCOPE,
           flow: 'helper',
           created_at: expect.any(String),
+          created_address: '127.0.0.1',
           last_refreshed_at: expect.any(String),
+          last_refreshed_address: '127.0.0.1',
           expires_at: expect.any(String),
         },
-        expect.objectContaining({ client_id: deviceClient.id, flow: 'device', last_refreshed_at: null, expires_at: expect.any(String) }),
+        expect.objectContaining({ client_id: deviceClient.id, flow: 'device', created_address: '127.0.0.1', last_refreshed_at: null, last_refreshed_address: null, expires_at: expect.any(String) }),
       ]);
       expect(Date.parse(grants[0].expires_at!)).toBeGreaterThan(Date.now() + 13 * 86_400_000);
     }
@@ -233,8 +246,9 @@ describe('grants:list', () => {
     const table = await runCli(['grants:list', '--username', user.username, '--format', 'table']);
     expect(table.code, table.stderr).toBe(0);
     const lines = table.stdout.trimEnd().split('\n');
-    expect(lines[0].split(/\s{2,}/)).toEqual(['client_id', 'client_name', 'scope', 'last_refreshed_at', 'expires_at']);
+    expect(lines[0].split(/\s{2,}/)).toEqual(['grant_id', 'client_id', 'created_at', 'created_address']);
     expect(lines[2]).toContain(helperClient.id);
+    expect(lines.slice(3).join(' ')).toMatch(/^\(5 more columns: last_refreshed_at, .*; --format json shows everything\)$/);
     for (const line of lines) expect(line.length).toBeLessThanOrEqual(100);
 
     const nobody = await createUser(app);

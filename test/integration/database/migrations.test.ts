@@ -121,6 +121,29 @@ describe('migrations', () => {
     ]);
   });
 
+  it('keep no address for the grants and refreshes made before the addresses were kept, and drop the addresses on undo', async () => {
+    const url = await createTestDatabase();
+    const dataSource = await open(url);
+    await runMigrations(dataSource);
+    const column = async (table: string, name: string) => (await query(url, `SELECT 1 FROM information_schema.columns WHERE table_name = $1 AND column_name = $2`, [table, name])).length > 0;
+    while (await column('grants', 'created_address')) await dataSource.undoLastMigration();
+    expect(await column('refresh_tokens', 'rotated_address')).toBe(false);
+    await query(url, `INSERT INTO clients (id, name, grants, secret_hash) VALUES ('app', 'App', '{authorization_code}', '\\x00')`);
+    const [{ id: userId }] = await query<{ id: string }>(url, `INSERT INTO portal_users (username, password_hash) VALUES ('dora', 'x') RETURNING id`);
+    const [{ id: grantId }] = await query<{ id: string }>(url, `INSERT INTO grants (client_id, user_id) VALUES ('app', $1) RETURNING id`, [userId]);
+    await query(url, `INSERT INTO refresh_tokens (token_hash, grant_id, client_id, expires_at, rotated_at) VALUES ('\\x01', $1, 'app', now() + interval '1 day', now())`, [grantId]);
+
+    await runMigrations(dataSource);
+    expect(await query(url, 'SELECT created_address FROM grants')).toEqual([{ created_address: null }]);
+    expect(await query(url, 'SELECT rotated_address FROM refresh_tokens')).toEqual([{ rotated_address: null }]);
+    await query(url, `UPDATE grants SET created_address = '2001:db8::7'`);
+    expect(await query(url, 'SELECT created_address FROM grants')).toEqual([{ created_address: '2001:db8::7' }]);
+
+    while (await column('grants', 'created_address')) await dataSource.undoLastMigration();
+    expect(await column('refresh_tokens', 'rotated_address')).toBe(false);
+    expect(await query(url, 'SELECT count(*)::int AS grants FROM grants')).toEqual([{ grants: 1 }]);
+  });
+
   it('apply once when two instances migrate a fresh database at the same time', async () => {
     const url = await createTestDatabase();
     const [first, second] = await Promise.all([open(url), open(url)]);

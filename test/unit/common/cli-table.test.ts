@@ -40,6 +40,18 @@ describe('CLI tables', () => {
     expect(table.split('\n').at(-1)).toBe('(1 more column: c_id; --format json shows everything)');
   });
 
+  it('give the room of the columns left out to the columns kept, and fit the line naming them in 100 columns too', () => {
+    const record = { a_id: 'a'.repeat(36), b_id: 'b'.repeat(22), when_signed_in: '2026-11-25T21:59:17.388Z', from_address: '203.0.113.7', last_seen_at: '2026-11-26T08:00:00.000Z' };
+    const columns = ['a_id', 'b_id', 'when_signed_in', 'from_address', 'last_seen_at', 'a_long_column_name_a', 'a_long_column_name_b', 'a_long_column_name_c'];
+    const table = toTable([record], columns);
+    expect(Math.max(...widths(table))).toBeLessThanOrEqual(100);
+    const lines = table.split('\n');
+    expect(lines[0].split(/\s{2,}/)).toEqual(['a_id', 'b_id', 'when_signed_in', 'from_address']);
+    // Once the last columns are left out, the others fit whole: nothing is cut short.
+    expect(lines[2]).toBe(`${record.a_id}  ${record.b_id}  2026-11-25 21:59:17  203.0.113.7`);
+    expect(lines.slice(3).join(' ')).toBe('(4 more columns: last_seen_at, a_long_column_name_a, a_long_column_name_b, a_long_column_name_c; --format json shows everything)');
+  });
+
   it('wrap one record\'s long values onto indented lines, losing nothing', () => {
     const table = toTable(client(1));
     expect(Math.max(...widths(table))).toBeLessThanOrEqual(100);
