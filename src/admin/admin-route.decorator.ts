@@ -14,7 +14,7 @@ export const AdminController = (path: string) =>
 export const AdminRead = () => RequiresScope(ADMIN_READ_SCOPE);
 
 /** A change: a token with admin:write; recorded in the audit trail as the caller's. */
-export const AdminWrite = () => applyDecorators(RequiresScope(ADMIN_WRITE_SCOPE), ApiErrorResponse(400, 'the input is refused: `errors` says why'));
+export const AdminWrite = () => RequiresScope(ADMIN_WRITE_SCOPE);
 
 /** `?limit=` and `?after=` of a list. */
 export const ApiPage = (idName: string) =>

@@ -35,6 +35,7 @@ export class AdminUsersController {
   @ApiOperation({ summary: 'Create a portal user, as user:create (the password by the same rules)' })
   @ApiBody({ schema: { type: 'object', required: ['username', 'password'], properties: { username: { type: 'string' }, password: { type: 'string' } }, example: { username: 'alice', password: 'correct horse battery staple' } } })
   @ApiCreatedResponse({ schema: { type: 'object', example: USER_EXAMPLE } })
+  @ApiErrorResponse(400, 'the username or the password is refused by user:create\'s rules: `errors` says why')
   @ApiErrorResponse(409, 'a user with this username exists')
   create(@Body() body: unknown) {
     return this.users.create(typeof body === 'object' && body !== null ? (body as { username?: string; password?: string }) : (body as never));

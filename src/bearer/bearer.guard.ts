@@ -2,6 +2,7 @@ import { applyDecorators, type CanActivate, type ExecutionContext, HttpException
 import { Reflector } from '@nestjs/core';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiErrorResponse } from '../common/errors/api-error-response.decorator.js';
+import { ApiOAuthErrorResponse } from '../oauth/api-oauth-error-response.decorator.js';
 import { Env } from '../config/env.js';
 import type { AccessTokenClaims } from '../token/access-tokens.service.js';
 import { BearerAuthenticatorService, BearerRejection } from './bearer-authenticator.service.js';
@@ -10,20 +11,25 @@ import { BearerAuthenticatorService, BearerRejection } from './bearer-authentica
 export type RequiredScope = string | ((env: Env) => string);
 const REQUIRED_SCOPE = 'bearerScope';
 
+/** How a route answers a refused token: the service's JSON errors, or RFC 6749's `{error, error_description}` (BearerExceptionFilter). */
+type RefusalFormat = 'json' | 'oauth';
+
 /**
- * Guards a route (or a controller's routes) with a client's bearer token holding `scope`, and
- * describes its refusals in the OpenAPI document (`scopeInDocs` names a scope read from the settings).
+ * Guards a route with a client's bearer token holding `scope`, and describes its refusals in the
+ * OpenAPI document (`scopeInDocs` names a scope read from the settings).
  */
-export function RequiresScope(scope: RequiredScope, scopeInDocs = typeof scope === 'string' ? scope : 'the required scope') {
-  return applyDecorators(SetMetadata(REQUIRED_SCOPE, scope), UseGuards(BearerGuard), ApiBearerRefusals(scopeInDocs));
+export function RequiresScope(scope: RequiredScope, options: { scopeInDocs?: string; format?: RefusalFormat } = {}) {
+  const named = options.scopeInDocs ?? (typeof scope === 'string' ? scope : 'the required scope');
+  return applyDecorators(SetMetadata(REQUIRED_SCOPE, scope), UseGuards(BearerGuard), ApiBearerRefusals(named, options.format ?? 'json'));
 }
 
 /** The guard's refusals in the OpenAPI description: 401 and 403 with WWW-Authenticate (RFC 6750 §3). */
-export function ApiBearerRefusals(scope: string) {
+function ApiBearerRefusals(scope: string, format: RefusalFormat) {
   const challenge = { 'WWW-Authenticate': { description: 'RFC 6750 §3: `Bearer realm="voyage-connect"`, with `error` and `error_description` when a token was sent', schema: { type: 'string' } } };
+  const refusal = format === 'json' ? ApiErrorResponse : ApiOAuthErrorResponse;
   return applyDecorators(
-    ApiErrorResponse(401, 'no bearer token, a malformed, forged or expired one, one for another audience, a revoked token or grant, or a disabled client', challenge),
-    ApiErrorResponse(403, `the token lacks ${scope} (\`error="insufficient_scope"\`)`, challenge),
+    refusal(401, 'no bearer token, a malformed, forged or expired one, one for another audience, a revoked token or grant, or a disabled client (`invalid_token`)', challenge),
+    refusal(403, `the token lacks ${scope} (\`error="insufficient_scope"\`)`, challenge),
   );
 }
 

@@ -75,6 +75,9 @@ export interface DeletedClient {
   revoked_grants: number;
 }
 
+/** Why a client cannot become public, or confidential, after it was registered. */
+export const PUBLIC_IS_FIXED = 'whether a client is public cannot change: register a new client instead';
+
 export const DEFAULT_GRANTS = ['authorization_code', 'refresh_token'] as const;
 
 @Injectable()
@@ -223,7 +226,7 @@ export class ClientsService {
     const { scopeDescriptions, ...given } = Object.fromEntries(Object.entries(update).filter(([, value]) => value !== undefined)) as ClientUpdate;
     const current = given.tokenEndpointAuthMethod === undefined ? null : await this.require(id);
     if (current && (given.tokenEndpointAuthMethod === 'none') !== isPublicClient(current)) {
-      throw invalidInput('whether a client is public cannot change: register a new client instead');
+      throw invalidInput(PUBLIC_IS_FIXED);
     }
     if (Object.keys(given).length === 0 && !scopeDescriptions) {
       throw invalidInput('nothing to change: give --name, --grant, --redirect, --scope, --scope-description, --sign-in, --post-logout-redirect, --id-token-alg or --heartbeat');

@@ -24,7 +24,7 @@ export class RegistrationController {
   @Post()
   @NoStore()
   @HttpCode(201)
-  @RequiresScope(REGISTER_SCOPE)
+  @RequiresScope(REGISTER_SCOPE, { format: 'oauth' })
   @ApiBearerAuth()
   @ApiOperation({ summary: 'Register a client (RFC 7591) with a client-credentials token holding clients:register' })
   @ApiBody({ type: ClientMetadataDto })

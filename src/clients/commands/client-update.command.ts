@@ -3,7 +3,7 @@ import { printJson } from '../../common/cli/output.js';
 import { invalidInput } from '../../common/errors/app-error.js';
 import { LOCAL_SIGN_IN } from '../../identity-providers/identity-provider.entity.js';
 import { CLIENT_HEARTBEAT_SECONDS, DEVICE_CODE_GRANT, ID_TOKEN_ALGS } from '../client.entity.js';
-import { ClientsService } from '../clients.service.js';
+import { ClientsService, PUBLIC_IS_FIXED } from '../clients.service.js';
 import { type ClientOptions, SharedClientOptions } from './client-options.js';
 import { heartbeatSetting } from './heartbeat-option.js';
 import { scopeDescriptionsOption } from './scope-description-option.js';
@@ -37,6 +37,8 @@ export class ClientUpdateCommand extends CommandRunner {
   }
 
   async run([id]: string[], options: Options): Promise<void> {
+    // The CLI changes no client's authentication: a registration (RFC 7592) may switch between the two secret methods, no more.
+    if (options.public) throw invalidInput(PUBLIC_IS_FIXED);
     printJson(
       await this.clients.update(id, {
         name: options.name,
@@ -48,7 +50,6 @@ export class ClientUpdateCommand extends CommandRunner {
         postLogoutRedirectUris: listOrCleared(options.postLogoutRedirect, options.clearPostLogoutRedirects, 'post-logout-redirect'),
         idTokenSignedResponseAlg: options.idTokenAlg,
         heartbeatInterval: heartbeatSetting(options.heartbeat),
-        tokenEndpointAuthMethod: options.public ? 'none' : undefined,
       }),
     );
   }

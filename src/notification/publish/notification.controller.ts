@@ -74,7 +74,7 @@ export class NotificationController {
   }
 
   @Get()
-  @RequiresScope(SUBSCRIBE_SCOPE, 'the subscribe scope (DEFAULT_CLIENT_SCOPE)')
+  @RequiresScope(SUBSCRIBE_SCOPE, { scopeInDocs: 'the subscribe scope (DEFAULT_CLIENT_SCOPE)' })
   @ApiOperation({
     summary: "The calling client's notifications (within retention) published since a time, or after a seq, oldest first",
     description:

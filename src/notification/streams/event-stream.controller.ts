@@ -32,7 +32,7 @@ export class EventStreamController {
   ) {}
 
   @Get()
-  @RequiresScope(SUBSCRIBE_SCOPE, 'the subscribe scope (DEFAULT_CLIENT_SCOPE)')
+  @RequiresScope(SUBSCRIBE_SCOPE, { scopeInDocs: 'the subscribe scope (DEFAULT_CLIENT_SCOPE)' })
   @ApiOperation({
     summary: "The calling client's notifications as server-sent events (scope: the subscribe scope)",
     description:

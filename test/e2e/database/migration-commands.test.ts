@@ -22,9 +22,9 @@ const tables = async (url: string) =>
 const hasColumn = async (url: string, table: string, column: string) =>
   (await query(url, `SELECT 1 FROM information_schema.columns WHERE table_name = $1 AND column_name = $2`, [table, column])).length === 1;
 const hasIndex = async (url: string, name: string) => (await query(url, `SELECT 1 FROM pg_indexes WHERE indexname = $1`, [name])).length === 1;
-/** The last migration adds whether a provider is trusted for email_verified; the one before it, when a sign-in through a provider began. */
-const hasLast = (url: string) => hasColumn(url, 'identity_providers', 'trust_email');
-const hasOneBeforeLast = (url: string) => hasColumn(url, 'upstream_sign_ins', 'started_at');
+/** The last migration adds what a registration from software keeps of a client; the one before it, the audit trail. */
+const hasLast = (url: string) => hasColumn(url, 'clients', 'registration_token_hash');
+const hasOneBeforeLast = (url: string) => hasColumn(url, 'audit_events', 'actor');
 
 describe('the migration commands of the README', () => {
   let url: string;

@@ -43,6 +43,7 @@ describe('GET /.well-known/openid-configuration', () => {
       device_authorization_endpoint: `${base}/sso/device_authorization`,
       introspection_endpoint: `${base}/sso/introspect`,
       revocation_endpoint: `${base}/sso/revoke`,
+      registration_endpoint: `${base}/sso/register`,
       response_types_supported: ['code'],
       response_modes_supported: ['query'],
       grant_types_supported: ['authorization_code', 'refresh_token', 'urn:ietf:params:oauth:grant-type:device_code'],

@@ -249,6 +249,7 @@ describe('token introspection and revocation', () => {
         device_authorization_endpoint: `${app.baseUrl}/sso/device_authorization`,
         introspection_endpoint: `${app.baseUrl}/sso/introspect`,
         revocation_endpoint: `${app.baseUrl}/sso/revoke`,
+        registration_endpoint: `${app.baseUrl}/sso/register`,
         jwks_uri: `${app.baseUrl}/.well-known/jwks.json`,
         response_types_supported: ['code'],
         response_modes_supported: ['query'],
