@@ -12,7 +12,7 @@ import { DatabaseModule } from './database/database.module.js';
 export const COMMAND_GROUPS: Record<string, () => Promise<Type>> = {
   client: async () => (await import('./clients/commands/client-commands.module.js')).ClientCommandsModule,
   user: async () => (await import('./users/commands/user-commands.module.js')).UserCommandsModule,
-  grants: async () => (await import('./grants/commands/grant-commands.module.js')).GrantCommandsModule,
+  grants: async () => (await import('./admin/commands/grant-commands.module.js')).GrantCommandsModule,
   idp: async () => (await import('./identity-providers/commands/idp-commands.module.js')).IdpCommandsModule,
   keys: async () => (await import('./keys/commands/key-commands.module.js')).KeyCommandsModule,
   events: async () => (await import('./audit/commands/audit-commands.module.js')).AuditCommandsModule,

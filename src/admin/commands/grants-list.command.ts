@@ -2,7 +2,7 @@ import { Command } from 'nest-commander';
 import { printJson } from '../../common/cli/output.js';
 import { UsernameCommand, type UsernameOptions } from '../../common/cli/username-command.js';
 import { UsersService } from '../../users/users.service.js';
-import { GrantsService } from '../grants.service.js';
+import { GrantsService } from '../../grants/grants.service.js';
 
 /**
  * The table's columns, in the order they give way at 100 columns (table.ts): the ids a later

@@ -4,8 +4,8 @@ import { UsernameCommand, type UsernameOptions } from '../../common/cli/username
 import { invalidInput } from '../../common/errors/app-error.js';
 import { ClientsService } from '../../clients/clients.service.js';
 import { UsersService } from '../../users/users.service.js';
-import { GrantsService } from '../grants.service.js';
-import { SignOutsRepository } from '../sign-outs.repository.js';
+import { GrantsService } from '../../grants/grants.service.js';
+import { SignOutsRepository } from '../../grants/sign-outs.repository.js';
 
 type RevokeOptions = UsernameOptions & { client?: string; grant?: string };
 

@@ -1,7 +1,7 @@
 import { Module } from '@nestjs/common';
 import { ClientsModule } from '../../clients/clients.module.js';
 import { UsersModule } from '../../users/users.module.js';
-import { GrantsModule } from '../grants.module.js';
+import { GrantsModule } from '../../grants/grants.module.js';
 import { GrantsListCommand } from './grants-list.command.js';
 import { GrantsRevokeCommand } from './grants-revoke.command.js';
 
