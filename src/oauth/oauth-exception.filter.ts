@@ -27,8 +27,9 @@ export class OAuthExceptionFilter implements ExceptionFilter {
   catch(exception: unknown, host: ArgumentsHost) {
     const http = host.switchToHttp();
     const reply = http.getResponse<FastifyReply>();
-    const error = this.toOAuthError(exception);
-    logFailure(http.getRequest<FastifyRequest>(), 'OAuth', error.status, exception, `${error.error}: ${error.description}`);
+    const request = http.getRequest<FastifyRequest>();
+    const error = this.toOAuthError(exception, request.url.startsWith('/sso/register'));
+    logFailure(request, 'OAuth', error.status, exception, `${error.error}: ${error.description}`);
     if (error.basicChallenge) reply.header('WWW-Authenticate', 'Basic realm="voyage-connect", charset="UTF-8"');
     const retryAfter = error.retryAfter ?? (error.status === 503 ? RETRY_AFTER_S : undefined);
     if (retryAfter !== undefined) reply.header('Retry-After', String(retryAfter));
@@ -39,11 +40,13 @@ export class OAuthExceptionFilter implements ExceptionFilter {
       .send({ error: error.error, error_description: error.description });
   }
 
-  private toOAuthError(exception: unknown): OAuthError {
+  /** `json`: the route reads JSON (registration), which a 415 names instead of a form. */
+  private toOAuthError(exception: unknown, json: boolean): OAuthError {
     if (exception instanceof OAuthError) return exception;
     // Raised before the handler (no route, body too large, unsupported or malformed body): the
     // request itself is bad. Its status stays, so a client can tell a 413 from a 400.
     const status = exception instanceof HttpException ? exception.getStatus() : (exception as { statusCode?: number })?.statusCode;
+    if (status === 415 && json) return new OAuthError('invalid_request', 'unsupported content type: send application/json', { status });
     if (status && status >= 400 && status < 500) return new OAuthError('invalid_request', UNREADABLE[status] ?? UNREADABLE[400], { status });
     // RFC 6749 §4.1.2.1's temporarily_unavailable, with 503 and Retry-After: the request was fine, the database was not.
     if (isTemporarilyUnavailable(exception)) return new OAuthError('temporarily_unavailable', 'the service is temporarily unavailable: try again shortly');

@@ -122,13 +122,16 @@ describe('client registration (RFC 7591) and management (RFC 7592)', () => {
     expect(await again.json()).toMatchObject({ error: 'invalid_client_metadata', error_description: expect.stringContaining('already exists') });
   });
 
-  it('answers a body over 64 KiB with 413 and malformed JSON with 400, in the OAuth format', async () => {
+  it('answers a body over 64 KiB with 413, malformed JSON with 400 and another media type with 415, in the OAuth format', async () => {
     const large = await register({ client_name: 'Large', redirect_uris: Array.from({ length: 3000 }, (_, index) => `https://app.example.com/cb/${index}`) });
     expect(large.status).toBe(413);
     expect(await large.json()).toMatchObject({ error: 'invalid_request' });
     const malformed = await register('{"client_name":');
     expect(malformed.status).toBe(400);
     expect(await malformed.json()).toMatchObject({ error: 'invalid_request' });
+    const text = await fetch(`${app.baseUrl}/sso/register`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/xml' }, body: '<client_name/>' });
+    expect(text.status).toBe(415);
+    expect(await text.json()).toEqual({ error: 'invalid_request', error_description: 'unsupported content type: send application/json' });
   });
 
   describe('who may register', () => {
