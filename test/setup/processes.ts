@@ -147,7 +147,8 @@ export async function startServiceOn(databaseUrl: string): Promise<{ service: Se
   const port = await freePort();
   const baseUrl = `http://127.0.0.1:${port}`;
   const service = spawnService({ DATABASE_URL: databaseUrl, PORT: String(port), HOST: '127.0.0.1', API_URL: baseUrl, FRONTEND_URL: baseUrl, IDENTITY_URL: baseUrl, LOG_LEVEL: 'warn' });
-  await waitForStatus(`${baseUrl}/health`, 200, 15_000).catch((error: Error) => {
+  // Starting node and Nest from dist/ takes seconds, and on a busy machine (four test files at a time on two cores) more than 15.
+  await waitForStatus(`${baseUrl}/health`, 200, 60_000).catch((error: Error) => {
     service.child.kill('SIGKILL');
     throw error;
   });
