@@ -41,6 +41,14 @@ export class BearerRejection extends Error {
   }
 }
 
+/** The token of an Authorization header (RFC 6750 §2.1: credentials = "Bearer" 1*SP b64token); a BearerRejection for none or another scheme. */
+export function bearerTokenOf(authorization: string | undefined): string {
+  if (!authorization) throw BearerRejection.missing();
+  const match = /^Bearer +([A-Za-z0-9\-._~+/]+=*)$/i.exec(authorization.trim());
+  if (!match) throw BearerRejection.invalidToken('the Authorization header is not a bearer token');
+  return match[1];
+}
+
 /** A token that passed: its claims, and the scopes it still holds (its own, less those its client has lost since). */
 export interface AuthenticatedToken {
   claims: AccessTokenClaims;
@@ -85,11 +93,7 @@ export class BearerAuthenticatorService {
 
   /** The token of an Authorization header, checked as `authenticateToken` does. */
   async authenticateHeader(authorization: string | undefined, requiredScope: string): Promise<AuthenticatedToken> {
-    if (!authorization) throw BearerRejection.missing();
-    // RFC 6750 §2.1: credentials = "Bearer" 1*SP b64token.
-    const match = /^Bearer +([A-Za-z0-9\-._~+/]+=*)$/i.exec(authorization.trim());
-    if (!match) throw BearerRejection.invalidToken('the Authorization header is not a bearer token');
-    return this.authenticateToken(match[1], requiredScope);
+    return this.authenticateToken(bearerTokenOf(authorization), requiredScope);
   }
 
   /** The checks of the class comment, on a token however it came (RFC 6750 §2.2: also a form field). */

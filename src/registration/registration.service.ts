@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { actingAs } from '../audit/actor.js';
 import { hashClientSecret } from '../clients/client-secret.js';
 import { ClientsService, type ClientUpdate } from '../clients/clients.service.js';
-import { BearerRejection } from '../bearer/bearer-authenticator.service.js';
+import { BearerRejection, bearerTokenOf } from '../bearer/bearer-authenticator.service.js';
 import { AppError } from '../common/errors/app-error.js';
 import { randomToken } from '../common/crypto/opaque-token.js';
 import type { Requester } from '../common/http/requester.js';
@@ -92,12 +92,10 @@ export class RegistrationService {
 
   /** The client's registration access token, from `Authorization: Bearer`; 401 for any other (RFC 7592 §2: an unknown client too). */
   private async authorize(clientId: string, authorization: string | undefined): Promise<{ token: string }> {
-    if (!authorization) throw BearerRejection.missing();
-    const match = /^Bearer +([A-Za-z0-9\-._~+/]+=*)$/i.exec(authorization.trim());
-    if (!match) throw BearerRejection.invalidToken('the Authorization header is not a bearer token');
-    const client = await this.clients.findByRegistrationToken(clientId, match[1]);
+    const token = bearerTokenOf(authorization);
+    const client = await this.clients.findByRegistrationToken(clientId, token);
     if (!client?.enabled) throw BearerRejection.invalidToken('the registration access token is not this client\'s, or the client is disabled or deleted');
-    return { token: match[1] };
+    return { token };
   }
 
   private management(clientId: string, token: string) {
