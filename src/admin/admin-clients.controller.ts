@@ -3,7 +3,7 @@ import { ApiOkResponse, ApiOperation } from '@nestjs/swagger';
 import { ClientsService } from '../clients/clients.service.js';
 import { ApiErrorResponse } from '../common/errors/api-error-response.decorator.js';
 import { AdminController, AdminRead, ApiPage } from './admin-route.decorator.js';
-import { CLIENT_ID_SHAPE, readPageQuery } from './page-query.js';
+import { CLIENT_ID_SHAPE, readPageQuery } from '../common/validation/page-query.js';
 
 const CLIENT_EXAMPLE = {
   client_id: 'n2J0c1hQ8aR7vJx5mK3LwA',

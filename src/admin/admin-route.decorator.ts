@@ -4,7 +4,7 @@ import { RequiresScope } from '../bearer/bearer.guard.js';
 import { ApiErrorResponse, ApiUnavailableResponse } from '../common/errors/api-error-response.decorator.js';
 import { ActingClientInterceptor } from './acting-client.interceptor.js';
 import { ADMIN_READ_SCOPE, ADMIN_WRITE_SCOPE } from './admin-scopes.js';
-import { MAX_PAGE_LIMIT } from './page-query.js';
+import { MAX_PAGE_LIMIT } from '../common/validation/page-query.js';
 
 /** A controller of the admin API, at `admin/v1/<path>`: every route runs as its caller (ActingClientInterceptor). */
 export const AdminController = (path: string) =>

@@ -6,7 +6,7 @@ import { GrantsService } from '../grants/grants.service.js';
 import { SignOutsRepository } from '../grants/sign-outs.repository.js';
 import { UsersService } from '../users/users.service.js';
 import { AdminController, AdminRead, AdminWrite, ApiPage } from './admin-route.decorator.js';
-import { readPageQuery, USER_ID_SHAPE } from './page-query.js';
+import { readPageQuery, USER_ID_SHAPE } from '../common/validation/page-query.js';
 
 const USER_EXAMPLE = { id: '0b6f1c9e-3f5a-4a51-9d0e-6f1a2b3c4d5e', username: 'alice', provider: null, enabled: true, created_at: '2026-11-28T09:14:03.120Z' };
 const NO_USER = 'no user with this username';

@@ -1,4 +1,5 @@
 import { invalidInput } from '../common/errors/app-error.js';
+import { readPageQuery } from '../common/validation/page-query.js';
 import type { AuditEventFilter } from './audit-events.repository.js';
 
 /** events:list and GET /admin/v1/events as they are given: strings, each optional. */
@@ -10,8 +11,8 @@ export interface EventQuery {
   limit?: string | number;
 }
 
-export const DEFAULT_EVENT_LIMIT = 100;
-export const MAX_EVENT_LIMIT = 1000;
+/** An event's id: the audit trail's bigserial. */
+const EVENT_ID_SHAPE = /^[1-9]\d{0,17}$/;
 const DURATION = /^(\d{1,6})([smhd])$/;
 const SECONDS = { s: 1, m: 60, h: 3600, d: 86400 } as const;
 /** As the tables hold them: a user's name, a client's id (anything longer matches nothing, so it is refused). */
@@ -23,19 +24,10 @@ const MAX_NAME = 200;
  * `24h`, `7d`); `after` is an event id from a previous page; `limit` 1–1000 (default 100).
  */
 export function readEventQuery(query: EventQuery, now = new Date()): AuditEventFilter {
-  const filter: AuditEventFilter = { limit: DEFAULT_EVENT_LIMIT };
+  const filter: AuditEventFilter = readPageQuery(query.limit === undefined ? undefined : String(query.limit), query.after, EVENT_ID_SHAPE);
   if (query.username !== undefined) filter.username = boundedName(query.username, 'username');
   if (query.client !== undefined) filter.clientId = boundedName(query.client, 'client');
   if (query.since !== undefined) filter.since = readSince(query.since, now);
-  if (query.after !== undefined) {
-    if (!/^[1-9]\d{0,17}$/.test(String(query.after))) throw invalidInput('after must be an event id from a previous page');
-    filter.after = String(query.after);
-  }
-  if (query.limit !== undefined) {
-    const limit = Number(query.limit);
-    if (!/^\d{1,4}$/.test(String(query.limit)) || limit < 1 || limit > MAX_EVENT_LIMIT) throw invalidInput(`limit must be a whole number from 1 to ${MAX_EVENT_LIMIT}`);
-    filter.limit = limit;
-  }
   return filter;
 }
 

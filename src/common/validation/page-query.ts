@@ -1,4 +1,4 @@
-import { invalidInput } from '../common/errors/app-error.js';
+import { invalidInput } from '../errors/app-error.js';
 
 export const DEFAULT_PAGE_LIMIT = 100;
 export const MAX_PAGE_LIMIT = 1000;
