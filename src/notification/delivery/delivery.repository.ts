@@ -17,10 +17,11 @@ export interface StoredNotification {
   storedAt: number;
 }
 
-/** A connection that is starting, and how long ago (by this process's clock) it opened. */
+/** A connection that is starting, and when it opened. */
 export interface DeliveryStartRequest {
   clientId: string;
-  openedMsAgo: number;
+  /** When the connection opened, by this process's clock (Date.now()). */
+  openedAt: number;
 }
 
 /** The stored cursor as a starting connection may use it, and the hold it found (to release). */
@@ -98,11 +99,16 @@ export class DeliveryRepository {
    * what existed when the connection opened. The last rule matters when the cursor moved while
    * this read was on its way (another connection confirmed something published after this one
    * opened): the cursor is then capped by the notifications created before the opening
-   * (`openedMsAgo` before this statement, less a margin for commit latency), so the new
-   * connection is sent those again rather than missing one.
+   * (how long ago it opened, measured as this statement is sent, less a margin for commit
+   * latency), so the new connection is sent those again rather than missing one. The age is
+   * measured once a connection is in hand: a wait for a free one (all busy behind a lock, say)
+   * would otherwise move `opened_at` later, past a cursor moved meanwhile.
    */
   async deliveryStarts(requests: DeliveryStartRequest[]): Promise<DeliveryStart[]> {
-    const rows: { position: string; start_seq: string; held_seq: string | null }[] = await this.dataSource.query(
+    const runner = this.dataSource.createQueryRunner();
+    await runner.connect();
+    const sentAt = Date.now();
+    const rows: { position: string; start_seq: string; held_seq: string | null }[] = await runner.query(
       `WITH asked AS (
          SELECT client_id, position, statement_timestamp() - make_interval(secs => opened_ms_ago / 1000.0) AS opened_at
          FROM unnest($1::text[], $2::float8[]) WITH ORDINALITY AS r (client_id, opened_ms_ago, position)),
@@ -118,8 +124,8 @@ export class DeliveryRepository {
          UPDATE delivery_cursors c SET held_seq = NULL FROM found f
          WHERE c.client_id = f.client_id AND c.held_seq = f.held_seq)
        SELECT position, start_seq, held_seq FROM found`,
-      [requests.map((request) => request.clientId), requests.map((request) => request.openedMsAgo)],
-    );
+      [requests.map((request) => request.clientId), requests.map((request) => sentAt - request.openedAt)],
+    ).finally(() => runner.release());
     const starts: DeliveryStart[] = requests.map(() => ({ deliveredSeq: 0 }));
     for (const row of rows) {
       starts[Number(row.position) - 1] = { deliveredSeq: Number(row.start_seq), ...(row.held_seq !== null && { heldSeq: Number(row.held_seq) }) };

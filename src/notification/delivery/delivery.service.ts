@@ -4,7 +4,7 @@ import { Env } from '../../config/env.js';
 import { MetricsService } from '../../metrics/metrics.service.js';
 import { isDatabaseUnavailable } from '../../common/errors/database-unavailable.js';
 import { CursorBook, type CursorSave, type Progress } from './cursor-book.js';
-import { DeliveryRepository, type ReadAfter, type ResumeFacts, type ResumeFactsRequest, type StoredNotification } from './delivery.repository.js';
+import { DeliveryRepository, type DeliveryStartRequest, type ReadAfter, type ResumeFacts, type ResumeFactsRequest, type StoredNotification } from './delivery.repository.js';
 import type { Outlet, ResetReason } from './outlet.js';
 import { wakeKey } from '../publish/wake-ups.js';
 
@@ -51,11 +51,6 @@ interface Recipient {
   unreadSince?: number;
 }
 
-interface StartRequest {
-  clientId: string;
-  openedAt: number;
-}
-
 /** Where a client says it is (protocol v2, server-sent events): after this seq, in this database (its epoch). */
 export interface ResumePosition {
   after?: number;
@@ -83,7 +78,7 @@ export class DeliveryService implements OnModuleInit, OnApplicationShutdown {
   private lastFailureLog = 0;
   /** A burst of publishes wakes many recipients at once (and a restart reconnects many): their reads share round trips. */
   private readonly reads: Batcher<ReadAfter, StoredNotification[]>;
-  private readonly starts: Batcher<StartRequest, { deliveredSeq: number; heldSeq?: number }>;
+  private readonly starts: Batcher<DeliveryStartRequest, { deliveredSeq: number; heldSeq?: number }>;
   private readonly resumes: Batcher<ResumeFactsRequest, ResumeFacts>;
 
   constructor(
@@ -93,7 +88,7 @@ export class DeliveryService implements OnModuleInit, OnApplicationShutdown {
   ) {
     this.reads = new Batcher((requests) => notifications.after(requests), READS_PER_QUERY);
     this.starts = new Batcher(
-      (requests) => notifications.deliveryStarts(requests.map(({ clientId, openedAt }) => ({ clientId, openedMsAgo: Date.now() - openedAt }))),
+      (requests) => notifications.deliveryStarts(requests),
       READS_PER_QUERY,
     );
     this.resumes = new Batcher((requests) => notifications.resumeFacts(requests), READS_PER_QUERY);
