@@ -1,13 +1,13 @@
-// Builds dist/ (the service, the CLI, dist/migrations/) in place: never by deleting it first, since
+// Builds dist/ (the service, the CLI, dist/migrations/) and the device SDK (packages/device/dist/) in place: never by deleting it first, since
 // a running service may be using it. Outputs whose source is gone are removed afterwards (a
 // deleted migration left in dist/migrations/ would still be applied). With --if-stale (npm start)
 // it builds only when a source, a tsconfig or a package file is newer than the last build.
 import { execFileSync } from 'node:child_process';
-import { readdirSync, rmSync, statSync, writeFileSync, existsSync, rmdirSync, utimesSync } from 'node:fs';
+import { chmodSync, readdirSync, rmSync, statSync, writeFileSync, existsSync, rmdirSync, utimesSync } from 'node:fs';
 import { join, relative } from 'node:path';
 
 const STAMP = 'dist/.build-stamp';
-const INPUTS = ['src', 'migrations', 'tsconfig.json', 'tsconfig.build.json', 'tsconfig.migrations.json', 'nest-cli.json', 'package.json', 'package-lock.json', 'scripts/build.mjs'];
+const INPUTS = ['src', 'migrations', 'tsconfig.json', 'tsconfig.build.json', 'tsconfig.migrations.json', 'nest-cli.json', 'package.json', 'package-lock.json', 'scripts/build.mjs', 'packages/device/src', 'packages/device/tsconfig.json', 'packages/device/package.json'];
 
 /** Newest modification time under `path`, folders included: deleting a file touches its folder. */
 function newest(path) {
@@ -48,6 +48,9 @@ if (!process.argv.includes('--if-stale') || isStale()) {
   }
   execFileSync(join('node_modules', '.bin', 'nest'), ['build'], { stdio: 'inherit' });
   execFileSync(join('node_modules', '.bin', 'tsc'), ['-p', 'tsconfig.migrations.json'], { stdio: 'inherit' });
+  // The device SDK (packages/device/dist/), versioned and tested with the service.
+  execFileSync(join('node_modules', '.bin', 'tsc'), ['-p', join('packages', 'device', 'tsconfig.json')], { stdio: 'inherit' });
+  chmodSync(join('packages', 'device', 'dist', 'command.js'), 0o755);
   pruneOrphans('dist');
   // Stamped with the build's start: a source saved during the build makes the next start build again.
   writeFileSync(STAMP, '');

@@ -30,6 +30,8 @@ import { isProcessAlive } from '../../src/database/process-alive.js';
 export interface NginxOptions {
   /** The service's port on 127.0.0.1. */
   upstreamPort: number;
+  /** A second instance's port, taken when the first refuses connections (an nginx `backup` server). */
+  backupPort?: number;
   /** Pass the WebSocket upgrade through (default false: as a proxy that refuses WebSocket). */
   websocket?: boolean;
   /** `proxy_read_timeout`: how long the proxy waits for the service to send anything (default 20). */
@@ -145,7 +147,7 @@ function nginxConfig(dir: string, port: number, options: NginxOptions): string {
     ? ['proxy_set_header Upgrade $http_upgrade;', 'proxy_set_header Connection $connection_upgrade;']
     : []; // nginx's defaults: Upgrade is hop-by-hop and not passed on, Connection is `close`
   const location = [
-    `proxy_pass http://127.0.0.1:${options.upstreamPort};`,
+    `proxy_pass http://${options.backupPort === undefined ? `127.0.0.1:${options.upstreamPort}` : 'service'};`,
     'proxy_http_version 1.1;',
     'proxy_set_header Host $http_host;',
     'proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;',
@@ -169,6 +171,7 @@ function nginxConfig(dir: string, port: number, options: NginxOptions): string {
     `  access_log ${join(dir, 'access.log')};`,
     ...['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'].map((temp) => `  ${temp}_temp_path ${join(dir, temp)};`),
     '  map $http_upgrade $connection_upgrade { default upgrade; "" close; }',
+    ...(options.backupPort === undefined ? [] : [`  upstream service { server 127.0.0.1:${options.upstreamPort}; server 127.0.0.1:${options.backupPort} backup; }`]),
     '  server {',
     `    listen 127.0.0.1:${port};`,
     '    location / {',
