@@ -1,4 +1,4 @@
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { type ChildProcess, execFile, type SpawnOptions, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -38,9 +38,12 @@ export interface DeviceCommand {
   exited: Promise<number | null>;
 }
 
-export async function startDeviceCommand(language: DeviceLanguage, args: string[], env: Record<string, string>): Promise<DeviceCommand> {
+/** How a command is started: `spawn`, or a satellite link's `exec` (inside its network namespace). */
+type Launcher = (command: string, args: string[], options: SpawnOptions) => ChildProcess;
+
+export async function startDeviceCommand(language: DeviceLanguage, args: string[], env: Record<string, string>, launch: Launcher = spawn): Promise<DeviceCommand> {
   const [command, ...prefix] = await language.argv();
-  const child = spawn(command, [...prefix, ...args], { env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = launch(command, [...prefix, ...args], { env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   const checks = new Set<() => void>();

@@ -1,6 +1,7 @@
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import type { Connection, ConnectionContext } from './connection.js';
 import { retryAfterMs } from './http.js';
+import { watchSilence } from './liveness.js';
 import type { Ending } from './reconnect-policy.js';
 
 const PATH = '/voyage/notification/v1/sse/products';
@@ -19,17 +20,13 @@ export function openEventStream(context: ConnectionContext): Connection {
   const url = new URL(PATH, context.api);
   if (context.position?.epoch !== undefined) url.searchParams.set('epoch', context.position.epoch);
   const abort = new AbortController();
-  let silence: NodeJS.Timeout | undefined;
-  const heard = () => {
-    clearTimeout(silence);
-    silence = setTimeout(() => abort.abort(new Error(`no event or comment for ${Math.round(context.silenceMs / 1000)} s: the stream is given up`)), context.silenceMs);
-  };
+  const silence = watchSilence(context.silenceMs, (silentMs) => abort.abort(new Error(`no event or comment for ${Math.round(silentMs / 1000)} s: the stream is given up`)));
   let endedBy: { code: number; reason: string } | undefined;
   /** Events carry no epoch: the one the device had holds until a reset says it is not the service's. */
   let epoch = context.position?.epoch;
 
   const ended = (async (): Promise<Ending> => {
-    heard();
+    silence.heard();
     try {
       const response = await fetch(url, {
         headers: {
@@ -44,9 +41,9 @@ export function openEventStream(context: ConnectionContext): Connection {
         return { kind: 'refused', status: response.status, ...(response.headers.has('retry-after') && { retryAfterMs: retryAfterMs(response.headers, 0) }) };
       }
       context.opened();
-      const parser = createParser({ onEvent, onComment: heard });
+      const parser = createParser({ onEvent, onComment: () => silence.heard(true) });
       for await (const chunk of response.body.pipeThrough(new TextDecoderStream())) {
-        heard();
+        silence.heard();
         parser.feed(chunk);
       }
       return { kind: 'closed', ...(endedBy ?? { code: 1006, reason: 'the stream ended' }), wasOpen: true };
@@ -55,7 +52,7 @@ export function openEventStream(context: ConnectionContext): Connection {
       const reason = abort.signal.reason instanceof Error ? abort.signal.reason : (error as Error);
       return { kind: 'failed', message: (reason as Error & { cause?: Error }).cause?.message ?? reason.message };
     } finally {
-      clearTimeout(silence);
+      silence.stop();
     }
   })();
 

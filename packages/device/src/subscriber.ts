@@ -31,7 +31,7 @@ export interface SubscriberEvents {
 }
 
 const STORE_KEY = 'position';
-const DEFAULT_SILENCE_MS = 120_000;
+const DEFAULT_SILENCE_MS = 90_000;
 
 /**
  * The notification stream, for `for await (const delivery of subscriber)`. A notification is

@@ -1,6 +1,7 @@
 import WebSocket from 'ws';
 import type { Arrival, Connection, ConnectionContext } from './connection.js';
 import { retryAfterMs } from './http.js';
+import { watchSilence } from './liveness.js';
 import type { Ending } from './reconnect-policy.js';
 
 const PATH = '/voyage/notification/v1/ws/products';
@@ -33,23 +34,19 @@ export function openWebSocket(context: ConnectionContext, protocol: 'v1' | 'v2')
   let finish!: (ending: Ending) => void;
   const ended = new Promise<Ending>((resolve) => (finish = resolve));
   let wasOpen = false;
-  let silence: NodeJS.Timeout | undefined;
-  const heard = () => {
-    clearTimeout(silence);
-    silence = setTimeout(() => {
-      socket.terminate();
-      finish({ kind: 'failed', message: `no message or ping for ${Math.round(context.silenceMs / 1000)} s: the connection is given up` });
-    }, context.silenceMs);
-  };
+  const silence = watchSilence(context.silenceMs, (silentMs) => {
+    finish({ kind: 'failed', message: `no message or ping for ${Math.round(silentMs / 1000)} s: the connection is given up` });
+    socket.terminate();
+  });
 
   socket.on('open', () => {
     wasOpen = true;
-    heard();
+    silence.heard();
     context.opened();
   });
-  socket.on('ping', heard);
+  socket.on('ping', () => silence.heard(true));
   socket.on('message', (data, isBinary) => {
-    heard();
+    silence.heard();
     if (isBinary) return;
     let message: unknown;
     try {
@@ -68,7 +65,7 @@ export function openWebSocket(context: ConnectionContext, protocol: 'v1' | 'v2')
   });
   socket.on('error', (error) => finish({ kind: 'failed', message: error.message }));
   socket.on('close', (code, reason) => {
-    clearTimeout(silence);
+    silence.stop();
     finish({ kind: 'closed', code, reason: reason.toString(), wasOpen });
   });
 
@@ -104,7 +101,7 @@ export function openWebSocket(context: ConnectionContext, protocol: 'v1' | 'v2')
   return {
     ended,
     close: () => {
-      clearTimeout(silence);
+      silence.stop();
       if (socket.readyState === WebSocket.CONNECTING) socket.terminate();
       else socket.close(1000);
     },

@@ -7,6 +7,7 @@ import { clientToken, PUBLISH_SCOPE, type PublishBody, publish, validNotificatio
 import { createClient, createUser, type TestClient } from '../../factories/oauth.factory.js';
 import { launchChromium } from '../../setup/chromium.js';
 import { DEVICE_LANGUAGES, type DeviceCommand, type DeviceLanguage, startDeviceCommand } from '../../setup/device-commands.js';
+import { openSatelliteLink } from '../../../bench/lib/satellite-link.js';
 import { startSecondInstance } from '../../setup/instances.js';
 import { type Nginx, startNginx } from '../../setup/nginx.js';
 import { startTestApp, type TestApp } from '../../setup/test-app.js';
@@ -98,6 +99,31 @@ describe.each(DEVICE_LANGUAGES)('the $name device SDK', (language: DeviceLanguag
     expect(await command.exited).toBe(0);
   });
 
+  it('replaces an expiring token in band on protocol v2 (never closed with 4003), and reconnects with a new one after 4003 on v1', async () => {
+    const shortLived = await startTestApp({ CLIENT_TOKEN_TTL: '5' });
+    onTestFinished(() => shortLived.close());
+    const publisher = await createClient(shortLived, { grants: ['client_credentials'], scopes: [PUBLISH_SCOPE] });
+    const v2Client = await createClient(shortLived, { grants: ['client_credentials'] });
+    const v1Client = await createClient(shortLived, { grants: ['client_credentials'] });
+    const v2 = await subscribe(shortLived, v2Client, ['--transport', 'v2']);
+    const v1 = await subscribe(shortLived, v1Client, ['--transport', 'v1']);
+    await connected(v2);
+    await connected(v1);
+    // Two of the tokens' lives.
+    await sleep(11_000);
+    const token = await clientToken(shortLived, publisher, PUBLISH_SCOPE);
+    const [forV2] = await published(v2Client.id, 1, shortLived, token);
+    const [forV1] = await published(v1Client.id, 1, shortLived, token);
+    await received(v2, 1);
+    await received(v1, 1);
+    expect(ids(v2)).toEqual([forV2.correlationId]);
+    expect(ids(v1)).toEqual([forV1.correlationId]);
+    expect(v2.stderr()).not.toMatch(/token expired|reconnecting/);
+    expect(v2.stderr().match(/^connected/gm)).toHaveLength(1);
+    expect(v1.stderr()).toMatch(/token expired: a new one, then 1 s/);
+    expect(v1.stderr().match(/^connected/gm)!.length).toBeGreaterThanOrEqual(2);
+  });
+
   it('falls back to server-sent events behind a proxy that refuses WebSocket, and loses nothing', async () => {
     const proxy = await startNginx({ upstreamPort: app.env.PORT });
     onTestFinished(() => proxy.stop());
@@ -159,6 +185,29 @@ describe.each(DEVICE_LANGUAGES)('the $name device SDK', (language: DeviceLanguag
     expect(command.stderr()).toMatch(/instance is stopping/);
     expect(ids(command)).toEqual([...before, ...meanwhile].map((body) => body.correlationId));
   });
+
+  it('delivers everything across a satellite link (600 ms each way, 1 % loss) that is cut, reconnecting a bounded number of times', async () => {
+    const link = await openSatelliteLink({ upstreamPort: app.env.PORT });
+    onTestFinished(() => link.close());
+    // Pinged every 5 s: a connection the cut left dead is noticed after three missed pings.
+    const client = await createClient(app, { grants: ['client_credentials'], heartbeatInterval: 5 });
+    const args = ['subscribe', '--api', `http://${link.host}:${link.port}`, '--client-id', client.id];
+    const command = await startDeviceCommand(language, args, { VOYAGE_CLIENT_SECRET: client.secret }, (file, rest, options) => link.exec(file, rest, options));
+    running.push(command);
+    await command.until(() => /^connected/m.test(command.stderr()), 'connection', 60_000);
+    const before = await published(client.id, 2);
+    await received(command, 2, 30_000);
+    // Long enough for the service to learn its beat first.
+    await sleep(12_000);
+    const cut = link.cut(5_000);
+    const during = await published(client.id, 2);
+    await cut;
+    const after = await published(client.id, 1);
+    await received(command, 5, 90_000);
+    await sleep(QUIET_MS);
+    expect(ids(command)).toEqual([...before, ...during, ...after].map((body) => body.correlationId));
+    expect(command.stderr().match(/^connected/gm)!.length).toBeLessThanOrEqual(3);
+  }, 240_000);
 
   it('names a wrong client secret before it shows anyone where to sign in', async () => {
     const client = await createClient(app);
