@@ -4,7 +4,7 @@
  * scripts. stdout: one JSON object per line; stderr: one line per step or problem.
  */
 import { parseArgs, stripVTControlCharacters } from 'node:util';
-import QRCode from 'qrcode';
+import { renderUnicodeCompact } from 'uqr';
 import { ClientCredentials } from './client-credentials.js';
 import { VoyageError } from './errors.js';
 import { FileStore, MemoryStore } from './stores.js';
@@ -76,7 +76,7 @@ async function signIn(tokens: UserTokens, options: { redirect?: { port: number; 
     ...options,
     onAddress: (url) => {
       say(`Open this address in a browser and sign in:\n\n  ${url}\n`);
-      if (process.stderr.isTTY) void QRCode.toString(url, { type: 'terminal', small: true }).then((drawing) => say(drawing));
+      if (process.stderr.isTTY) say(renderUnicodeCompact(url));
       warnIfLocal(url, options.redirect?.host);
     },
   });
