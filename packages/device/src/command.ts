@@ -125,18 +125,15 @@ function checkedUrl(value: string): string {
   throw new UsageError(`--api is the service's http(s) address, e.g. https://voyage.example (got ${JSON.stringify(value)})`);
 }
 
+// Exits once done: a token request still retrying an unreachable service would keep Node running.
 main(process.argv.slice(2)).then(
-  (status) => (process.exitCode = status),
+  (status) => process.exit(status),
   (error: unknown) => {
     if (error instanceof UsageError) {
       say(`${error.message}. See: voyage-connect-device --help`);
-      process.exitCode = 2;
-    } else if (error instanceof VoyageError) {
-      say(`${stripVTControlCharacters(error.message)}: ${error.hint}`);
-      process.exitCode = 1;
-    } else {
-      say((error as Error).message);
-      process.exitCode = 1;
+      process.exit(2);
     }
+    say(error instanceof VoyageError ? `${stripVTControlCharacters(error.message)}: ${error.hint}` : (error as Error).message);
+    process.exit(1);
   },
 );

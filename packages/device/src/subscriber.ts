@@ -115,9 +115,11 @@ export class Subscriber extends EventEmitter<SubscriberEvents> implements AsyncI
     let failures = 0;
     let renew = false;
     while (!this.closed) {
-      let token: string;
+      let token: string | undefined;
       try {
-        token = renew ? await this.options.tokens.renew() : await this.options.tokens.accessToken();
+        // close() does not wait for a token request that is still retrying an unreachable service.
+        token = await untilAborted(renew ? this.options.tokens.renew() : this.options.tokens.accessToken(), this.stopping.signal);
+        if (token === undefined) return;
       } catch (error) {
         if (isFatal(error)) return this.fail(error as Error);
         const waitMs = Math.min(5_000 * 2 ** failures++, 60_000);
@@ -176,6 +178,16 @@ export class Subscriber extends EventEmitter<SubscriberEvents> implements AsyncI
     if (event === 'error' && this.listenerCount('error') === 0) return;
     (this.emit as (event: string, ...args: unknown[]) => boolean)(event, ...args);
   }
+}
+
+/** What `promise` resolves to, or undefined as soon as `signal` aborts. */
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T | undefined> {
+  if (signal.aborted) return Promise.resolve(undefined);
+  return new Promise<T | undefined>((resolve, reject) => {
+    const aborted = () => resolve(undefined);
+    signal.addEventListener('abort', aborted, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', aborted));
+  });
 }
 
 /** Errors no reconnect mends. */

@@ -30,6 +30,9 @@ export function openWebSocket(context: ConnectionContext, protocol: 'v1' | 'v2')
   const socket = new WebSocket(url, protocol === 'v2' ? [PROTOCOL_V2] : [], {
     headers: { authorization: `Bearer ${context.token}` },
     handshakeTimeout: 30_000,
+    // Offered to the service; what this side sends is compressed from 128 bytes (ws's default is
+    // 1 KiB): the token message of an in-band replacement, not an ack.
+    perMessageDeflate: { threshold: 128 },
   });
   let finish!: (ending: Ending) => void;
   const ended = new Promise<Ending>((resolve) => (finish = resolve));

@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { cpSync, existsSync, mkdtempSync, readdirSync, rmSync, statSync, symlinkSync, utimesSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createTestDatabase } from '../../setup/database.js';
@@ -34,8 +34,9 @@ const answers = (url: string) =>
 /** A checkout of the project without dist/, in a folder of its own (its node_modules linked). */
 function checkout(): string {
   const folder = mkdtempSync(join(tmpdir(), 'voyage-connect-checkout-'));
-  for (const entry of ['package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json', 'tsconfig.migrations.json', 'nest-cli.json', 'scripts', 'src', 'migrations']) {
-    cpSync(join(ROOT, entry), join(folder, entry), { recursive: true });
+  // packages/: the build compiles the device SDK too (a checkout has no dist/ there either).
+  for (const entry of ['package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json', 'tsconfig.migrations.json', 'nest-cli.json', 'scripts', 'src', 'migrations', 'packages']) {
+    cpSync(join(ROOT, entry), join(folder, entry), { recursive: true, filter: (source) => basename(source) !== 'dist' });
   }
   symlinkSync(join(ROOT, 'node_modules'), join(folder, 'node_modules'));
   return folder;
@@ -113,9 +114,15 @@ describe('npm scripts under a supervisor', () => {
     started.push(example.child);
     const commandLine = `notification-subscriber.ts --api ${api}`;
     await expect.poll(() => running(commandLine), { timeout: 30_000, interval: 250 }).toBe(true);
+    // Its first line: it has started, and handles SIGTERM (a supervisor's stop comes after start-up).
+    await expect.poll(() => example.output(), { timeout: 30_000, interval: 100 }).toContain(`subscribing at ${api}`);
 
+    // The script runs node with tsx's loader (`exec node --import tsx`): one process, no tsx parent
+    // relaying signals. It gets npm's SIGTERM, closes its subscriber and exits 0 (within 2 s, even
+    // in the middle of a token request that is still retrying).
     example.child.kill('SIGTERM');
-    await example.exited;
+    const [code, signal] = (await example.exited) as [number | null, NodeJS.Signals | null];
+    expect({ code, signal }).toEqual({ code: 0, signal: null });
     await expect.poll(() => running(commandLine), { timeout: 10_000, interval: 250 }).toBe(false);
   }, 60_000);
 });
