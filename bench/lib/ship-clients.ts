@@ -7,8 +7,8 @@
  * - `v2`, subprotocol voyage.v2: acks each notification as it arrives and knows where it is
  *   (`after`, `epoch`) for its next connection; permessage-deflate offered as ws offers it by
  *   default when `compress`, compressing what it sends from 128 bytes (ws's default is 1 KiB),
- *   as the example subscriber does, so its hourly token message goes compressed;
- * - `sse`, an EventSource (the `eventsource` package, as examples/notification-subscriber.ts)
+ *   as the device SDK does, so its hourly token message goes compressed;
+ * - `sse`, an EventSource (the `eventsource` package)
  *   sending `Accept-Encoding: gzip` when `compress` and `identity` otherwise, and Last-Event-ID
  *   when it resumes.
  *

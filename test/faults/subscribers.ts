@@ -88,7 +88,7 @@ export interface Close {
 let nextSubscriberId = 0;
 
 /**
- * A subscriber like a client of the notification service should (examples/notification-subscriber.ts): a fresh
+ * A subscriber like a client of the notification service should (as the device SDK does): a fresh
  * token before every connection, every notification recorded, and after a close a reconnect after
  * the delay plus jitter, resuming as its kind does (stream-kinds.ts). It starts at its preferred instance; when a token request or an upgrade
  * there fails it tries the next instance at once (the way a load balancer would route around a
