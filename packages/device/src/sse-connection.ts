@@ -41,7 +41,8 @@ export function openEventStream(context: ConnectionContext): Connection {
         return { kind: 'refused', status: response.status, ...(response.headers.has('retry-after') && { retryAfterMs: retryAfterMs(response.headers, 0) }) };
       }
       context.opened();
-      const parser = createParser({ onEvent, onComment: () => silence.heard(true) });
+      // The heartbeat is `: keepalive`; the stream's opening comment is not a beat.
+      const parser = createParser({ onEvent, onComment: (comment) => silence.heard(comment.trim() === 'keepalive') });
       for await (const chunk of response.body.pipeThrough(new TextDecoderStream())) {
         silence.heard();
         parser.feed(chunk);

@@ -47,7 +47,8 @@ export function openWebSocket(context: ConnectionContext, protocol: 'v1' | 'v2')
     silence.heard();
     context.opened();
   });
-  socket.on('ping', () => silence.heard(true));
+  // The heartbeat's pings are empty; v1's delivery pings carry a seq and come with notifications.
+  socket.on('ping', (data) => silence.heard(data.length === 0));
   socket.on('message', (data, isBinary) => {
     silence.heard();
     if (isBinary) return;
