@@ -48,9 +48,12 @@ if (!process.argv.includes('--if-stale') || isStale()) {
   }
   execFileSync(join('node_modules', '.bin', 'nest'), ['build'], { stdio: 'inherit' });
   execFileSync(join('node_modules', '.bin', 'tsc'), ['-p', 'tsconfig.migrations.json'], { stdio: 'inherit' });
-  // The device SDK (packages/device/dist/), versioned and tested with the service.
-  execFileSync(join('node_modules', '.bin', 'tsc'), ['-p', join('packages', 'device', 'tsconfig.json')], { stdio: 'inherit' });
-  chmodSync(join('packages', 'device', 'dist', 'command.js'), 0o755);
+  // The device SDK (packages/device/dist/), versioned and tested with the service; the container
+  // image is built without it (the Dockerfile copies the service's sources only).
+  if (existsSync(join('packages', 'device', 'tsconfig.json'))) {
+    execFileSync(join('node_modules', '.bin', 'tsc'), ['-p', join('packages', 'device', 'tsconfig.json')], { stdio: 'inherit' });
+    chmodSync(join('packages', 'device', 'dist', 'command.js'), 0o755);
+  }
   pruneOrphans('dist');
   // Stamped with the build's start: a source saved during the build makes the next start build again.
   writeFileSync(STAMP, '');
