@@ -99,7 +99,7 @@ def render() -> str:
         group = (
             "Errors" if module.endswith(".errors")
             else "Stores" if module.endswith(".stores")
-            else "The notification stream" if module.endswith(".subscriber") or name == "Transport"
+            else "The notification stream" if module.endswith((".subscriber", ".connection")) or name == "Transport"
             else "Token sources and sign-in" if module.endswith((".user_tokens", ".client_credentials"))
             else "Other"
         )

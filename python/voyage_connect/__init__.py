@@ -9,6 +9,7 @@
 
 from ._version import __version__
 from .client_credentials import ClientCredentials
+from .connection import Notification, Reset
 from .errors import (
     AccessDenied,
     Forbidden,
@@ -20,7 +21,7 @@ from .errors import (
     VoyageError,
 )
 from .stores import FileStore, MemoryStore, Store
-from .subscriber import Notification, Reset, Subscriber, TokenSource, Transport
+from .subscriber import Subscriber, TokenSource, Transport
 from .user_tokens import DeviceCode, TokenResponse, UserTokens
 
 __all__ = [

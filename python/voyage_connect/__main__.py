@@ -17,9 +17,10 @@ from typing import Any, NoReturn
 from urllib.parse import urlsplit
 
 from .client_credentials import ClientCredentials
+from .connection import Notification
 from .errors import VoyageError
 from .stores import FileStore, MemoryStore, Store
-from .subscriber import TRANSPORTS, Notification, Subscriber
+from .subscriber import TRANSPORTS, Subscriber
 from .user_tokens import UserTokens
 
 SECRET_VARIABLE = "VOYAGE_CLIENT_SECRET"

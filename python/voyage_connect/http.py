@@ -47,6 +47,14 @@ def retry_after(response: httpx.Response, default: float) -> float:
     return max(0.0, when.timestamp() - time.time())
 
 
+def retry_after_header(value: str | None) -> float | None:
+    """`Retry-After` in seconds (None when absent or unreadable)."""
+    if value is None:
+        return None
+    wait = retry_after(httpx.Response(503, headers={"Retry-After": value}), -1.0)
+    return None if wait < 0 else wait
+
+
 def oauth_error(response: httpx.Response) -> tuple[str | None, str | None]:
     """`error` and `error_description` of an RFC 6749 §5.2 body (or the service's `{message}`)."""
     try:
