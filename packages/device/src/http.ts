@@ -23,10 +23,10 @@ const LONGEST_RETRY_MS = 30_000;
 const LONGEST_RETRY_AFTER_MS = 300_000;
 
 /** One HTTP exchange. A network failure or a timeout is ServiceUnavailable naming the address (fetch says only "fetch failed"). */
-export async function exchange(url: string | URL, init: RequestInit = {}): Promise<Answer> {
+export async function exchange(url: string | URL, init: RequestInit = {}, timeoutMs = REQUEST_TIMEOUT_MS): Promise<Answer> {
   let response: Response;
   try {
-    response = await fetch(url, { ...init, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
+    response = await fetch(url, { ...init, signal: AbortSignal.timeout(timeoutMs) });
   } catch (error) {
     const cause = (error as Error & { cause?: Error }).cause?.message ?? (error as Error).message;
     throw new ServiceUnavailable(`cannot reach ${new URL(url).origin} (${cause})`, { cause: error });
@@ -43,9 +43,9 @@ export async function exchange(url: string | URL, init: RequestInit = {}): Promi
 }
 
 /** A form POST authenticated with client_secret_post. */
-export function postForm(url: string | URL, fields: Record<string, string>, client: ClientAuth): Promise<Answer> {
+export function postForm(url: string | URL, fields: Record<string, string>, client: ClientAuth, timeoutMs?: number): Promise<Answer> {
   const form = new URLSearchParams({ ...fields, client_id: client.clientId, ...(client.clientSecret !== undefined && { client_secret: client.clientSecret }) });
-  return exchange(url, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' }, body: form });
+  return exchange(url, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' }, body: form }, timeoutMs);
 }
 
 /** The error an unexpected answer means, for `what` ("the token request"). */

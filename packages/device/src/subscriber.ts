@@ -101,7 +101,11 @@ export class Subscriber extends EventEmitter<SubscriberEvents> implements AsyncI
   }
 
   private async handled(arrival: Arrival): Promise<void> {
-    if ('reset' in arrival.delivery && arrival.delivery.reset === 'epoch' && this.position) this.position = { seq: this.position.seq };
+    if ('reset' in arrival.delivery && arrival.delivery.reset === 'epoch') {
+      // A position in another database means nothing here: the service's cursor for the client takes over.
+      this.position = undefined;
+      await this.store.set(STORE_KEY, undefined);
+    }
     if (!arrival.position) return;
     this.position = arrival.position;
     // Saved before it is confirmed: a crash in between repeats nothing after the restart.

@@ -18,6 +18,8 @@ export interface UserTokensOptions {
 const STORE_KEY = 'user';
 /** How long one refresh keeps trying through a restart of the service. */
 const REFRESH_BOUND_MS = 60_000;
+/** A sign-out does not wait long for the service: the tokens are forgotten either way. */
+const SIGN_OUT_WAIT_MS = 5_000;
 
 /**
  * A user's tokens on this device: signs the user in, then hands out access tokens, refreshing
@@ -60,8 +62,13 @@ export class UserTokens implements TokenSource {
     return (await this.load()) !== null;
   }
 
-  /** Forgets the user's tokens on this device. */
+  /** Signs the user out of this device: the grant is revoked at the service (if it answers within a few seconds), and the tokens are forgotten. */
   async signOut(): Promise<void> {
+    const held = await this.load();
+    if (held?.refresh_token !== undefined) {
+      // RFC 7009: revoking the refresh token ends the grant, its access tokens with it.
+      await postForm(new URL('/sso/revoke', this.options.api), { token: held.refresh_token, token_type_hint: 'refresh_token' }, this.client, SIGN_OUT_WAIT_MS).catch(() => {});
+    }
     await this.keep(null);
   }
 

@@ -113,6 +113,16 @@ describe('the TypeScript SDK: tokens', () => {
     expect(await tokens.signedIn()).toBe(false);
   });
 
+  it('signs out: the grant ends at the service, and the tokens are forgotten', async () => {
+    const store = new MemoryStore();
+    const { client, tokens } = await signedIn(store);
+    const held = await store.get<{ refresh_token: string }>('user');
+    await tokens.signOut();
+    expect(await introspect(app, client, held!.refresh_token)).toMatchObject({ active: false });
+    expect(await tokens.signedIn()).toBe(false);
+    await expect(tokens.accessToken()).rejects.toBeInstanceOf(SignInRequired);
+  });
+
   it('signs in with a device code (RFC 8628), and reports a denial as AccessDenied', async () => {
     const client = await createClient(app, { grants: ['urn:ietf:params:oauth:grant-type:device_code', 'refresh_token'] });
     const user = await createUser(app);
