@@ -75,7 +75,7 @@ async function signIn(tokens: UserTokens, options: { redirect?: { port: number; 
   const response = await tokens.signInWithHelper({
     ...options,
     onAddress: (url) => {
-      say(`Open this address in a browser and sign in:\n\n  ${url}\n`);
+      say(`Open this address in a browser and sign in: ${url}`);
       if (process.stderr.isTTY) say(renderUnicodeCompact(url));
       warnIfLocal(url, options.redirect?.host);
     },
