@@ -43,7 +43,9 @@ const clientSecret = required('CLIENT_SECRET');
 try {
   // The part a device maker writes: the token manager, a sign-in unless the user already did, then tokens.accessToken() whenever it calls an API.
   const store = options.state ? new FileStore(options.state) : new MemoryStore();
-  const tokens = new UserTokens({ api: options.api, clientId, clientSecret, store });
+  // onRetry: while the service is away (restarting, unreachable), say so instead of waiting in silence.
+  const onRetry = ({ problem, inMs }: { problem: string; inMs: number }) => console.error(`${problem}; trying again in ${(inMs / 1000).toFixed(1)} s`);
+  const tokens = new UserTokens({ api: options.api, clientId, clientSecret, store, onRetry });
   const scope = options.scope ? { scope: options.scope } : {};
   if (await tokens.signedIn()) log(`Signed in already (the tokens in ${options.state}).`);
   else if (options['device-flow']) log(`Signed in: ${describe(await tokens.signInWithDeviceCode({ ...scope, onCode: (code) => void showCode(code) }))}`);

@@ -38,7 +38,8 @@ const clientSecret = required('CLIENT_SECRET');
 // The part a device maker writes: a token source, the stream, and what to do with each notification.
 const { api, scope } = options;
 const store = options.state ? new FileStore(options.state) : new MemoryStore();
-const tokens = new ClientCredentials({ api, clientId, clientSecret, store, ...(scope && { scope }) });
+const onRetry = ({ problem, inMs }: { problem: string; inMs: number }) => log(`${problem}; trying again in ${(inMs / 1000).toFixed(1)} s`);
+const tokens = new ClientCredentials({ api, clientId, clientSecret, store, onRetry, ...(scope && { scope }) });
 const subscriber = new Subscriber({ api, tokens, store, transport: options.sse ? 'sse' : (options.protocol as 'v1' | 'v2' | 'auto') });
 subscriber.on('connected', ({ transport }) => log(transport === 'sse' ? 'connected (server-sent events)' : `connected (protocol ${transport})`));
 subscriber.on('reconnecting', ({ inMs, why }) => log(`${why}; reconnecting in ${(inMs / 1000).toFixed(1)} s`));

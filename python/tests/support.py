@@ -9,6 +9,7 @@ import json
 import re
 import secrets
 import shlex
+import socket
 import subprocess
 import uuid
 from typing import Any
@@ -18,6 +19,13 @@ import httpx
 
 PASSWORD = "Correct-Horse-9-battery"
 HIDDEN = re.compile(r'<input type="hidden" name="([^"]+)" value="([^"]*)">')
+
+
+def free_port() -> int:
+    """A port of 127.0.0.1 where nothing listens (a connection is refused)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
 class Service:

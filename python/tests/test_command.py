@@ -5,13 +5,14 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import signal
 import stat
 import sys
 from pathlib import Path
 from typing import Any
 
-from support import Service, sign_in_on_login_page
+from support import Service, free_port, sign_in_on_login_page
 
 Clients = dict[str, dict[str, str]]
 
@@ -96,6 +97,19 @@ async def test_sign_in_with_a_wrong_secret_exits_1_before_any_address(service: S
     assert process.returncode == 1 and stdout == b""
     assert "Open this address" not in text and "not-the-secret" not in text
     assert text.count("\n") == 1 and text.startswith("error:") and "VOYAGE_CLIENT_SECRET" in text
+
+
+async def test_sign_in_says_when_it_waits_out_an_unreachable_service(clients: Clients) -> None:
+    helper = clients["helper"]
+    api = f"http://127.0.0.1:{free_port()}"
+    process = await command("sign-in", "--api", api, "--client-id", helper["id"], secret=helper["secret"])
+    try:
+        progress: list[str] = []
+        line = (await line_of(process.stderr, progress, "; trying again in ", timeout=10)).rstrip("\n")
+    finally:
+        process.terminate()
+        await asyncio.wait_for(process.wait(), 15)
+    assert re.fullmatch(rf"client check: cannot reach {re.escape(api)} \(.+\); trying again in \d+\.\d s", line), line
 
 
 async def test_a_wrong_command_line_exits_2(service: Service, clients: Clients) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import Service, follow_redirect, sign_in_on_login_page, verify_device
+from support import Service, follow_redirect, free_port, sign_in_on_login_page, verify_device
 
 from voyage_connect import (
     AccessDenied,
@@ -229,3 +229,25 @@ async def test_sign_out_forgets_and_revokes(service: Service, clients: Clients, 
         with pytest.raises(SignInRequired):
             await tokens.access_token()
     assert (await service.introspect(helper, result["refresh_token"]))["active"] is False
+
+
+async def test_on_retry_tells_of_each_wait_for_an_unreachable_service(clients: Clients) -> None:
+    helper = clients["helper"]
+    api = f"http://127.0.0.1:{free_port()}"
+    reports: list[tuple[str, float]] = []
+    told = asyncio.Event()
+
+    def on_retry(problem: str, seconds: float) -> None:
+        reports.append((problem, seconds))
+        told.set()
+
+    async with UserTokens(api, helper["id"], helper["secret"], on_retry=on_retry) as tokens:
+        call = asyncio.create_task(tokens.sign_in_with_helper())
+        # Told at the first failure, not after the ~30 s the call keeps trying.
+        await asyncio.wait_for(told.wait(), 5)
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+    problem, seconds = reports[0]
+    assert api in problem and problem.startswith("client check: cannot reach"), problem
+    assert 0 < seconds <= 12

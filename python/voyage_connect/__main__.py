@@ -31,6 +31,11 @@ def say(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
+def retrying(problem: str, seconds: float) -> None:
+    """A temporary failure a call waits out, on one line of stderr."""
+    say(f"{problem}; trying again in {seconds:.1f} s")
+
+
 def emit(value: dict[str, Any]) -> None:
     """One JSON object on a line of stdout, flushed: a pipe gets each as it comes."""
     sys.stdout.write(json.dumps(value, separators=(",", ":"), ensure_ascii=False) + "\n")
@@ -62,7 +67,7 @@ def usage_error(command: argparse.ArgumentParser, message: str) -> NoReturn:
 
 async def subscribe(options: argparse.Namespace, secret: str) -> int:
     store: Store = FileStore(options.state) if options.state else MemoryStore()
-    async with ClientCredentials(options.api, options.client_id, secret, store=store) as tokens:
+    async with ClientCredentials(options.api, options.client_id, secret, store=store, on_retry=retrying) as tokens:
         subscriber = Subscriber(
             options.api,
             tokens,
@@ -103,7 +108,7 @@ async def sign_in(options: argparse.Namespace, secret: str | None) -> int:
                 )
         qr_code(address)
 
-    async with UserTokens(options.api, options.client_id, secret) as tokens:
+    async with UserTokens(options.api, options.client_id, secret, on_retry=retrying) as tokens:
         result = await tokens.sign_in_with_helper(
             redirect_port=options.redirect_port, redirect_host=options.redirect_host, scope=options.scope, on_address=show
         )

@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 
-from .http import Http, refusal, token_body
+from .http import Http, OnRetry, refusal, token_body
 from .stores import MemoryStore, Store
 
 # A token is used while it has more than this many seconds left (or half its life, if shorter).
@@ -34,6 +34,10 @@ class ClientCredentials:
     `access_token()` returns a token with more than 60 s left, asking for a new one when needed;
     `renew()` always asks. Tokens are kept in `store` under `client` (with the client id and
     scope they belong to), so a restarted program reuses one that is still good.
+
+    A token request is retried through network errors and 429, 5xx answers for up to 30 s; each
+    wait is told first to `on_retry(problem, seconds)` (what failed, the seconds until the next
+    try), never the failure that is finally raised.
     """
 
     def __init__(
@@ -45,12 +49,13 @@ class ClientCredentials:
         store: Store | None = None,
         *,
         http_client: httpx.AsyncClient | None = None,
+        on_retry: OnRetry | None = None,
     ) -> None:
         self.client_id = client_id
         self._secret = client_secret
         self.scope = scope
         self.store: Store = store if store is not None else MemoryStore()
-        self._http = Http(api, http_client)
+        self._http = Http(api, http_client, on_retry)
         # One token request at a time: callers who find the token stale share the new one.
         self._lock = asyncio.Lock()
 

@@ -8,8 +8,8 @@ import email.utils
 import json
 import random
 import time
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeAlias
 from urllib.parse import urlsplit
 
 import httpx
@@ -23,6 +23,10 @@ TIMEOUT = httpx.Timeout(30.0, connect=15.0)
 # How long a request keeps being retried (network errors, 503) before ServiceUnavailable.
 RETRY_FOR = 30.0
 USER_AGENT = f"voyage-connect-python/{__version__}"
+
+# Told of each temporary failure a request waits out: what failed, and the seconds until it tries
+# again (never of the failure that is finally raised).
+OnRetry: TypeAlias = Callable[[str, float], None]
 
 
 def origin(url: str) -> str:
@@ -93,12 +97,14 @@ class Http:
     when the answer has one) for `RETRY_FOR` seconds. That is safe for token requests too: a
     single-use code or refresh token that did reach the service before the connection broke
     was used, its answer is lost either way, and presenting it again only revokes the tokens
-    that were lost with the answer (reuse detection)."""
+    that were lost with the answer (reuse detection). Each wait is told to `on_retry(problem,
+    seconds)` first, so a person is not left in silence while the service is away."""
 
-    def __init__(self, api: str, client: httpx.AsyncClient | None = None) -> None:
+    def __init__(self, api: str, client: httpx.AsyncClient | None = None, on_retry: OnRetry | None = None) -> None:
         if not api.startswith(("http://", "https://")):
             raise ValueError("api must be an http:// or https:// address")
         self.api = api.rstrip("/")
+        self.on_retry = on_retry
         self._client = client
         self._owns_client = client is None
 
@@ -137,8 +143,10 @@ class Http:
                 response = await self.client.request(method, url, data=data, headers=headers)
             except httpx.TransportError as error:
                 delay = backoff(attempt)
+                problem = f"{what}: cannot reach {origin(url)} ({type(error).__name__}: {error})"
                 if time.monotonic() + delay > deadline:
-                    raise ServiceUnavailable(f"{what}: cannot reach {origin(url)} ({type(error).__name__}: {error})") from None
+                    raise ServiceUnavailable(problem) from None
+                self._waiting(problem, delay)
                 await asyncio.sleep(delay)
                 continue
             if response.status_code not in (429, 500, 502, 503, 504):
@@ -149,7 +157,12 @@ class Http:
                     return response
                 raise ServiceUnavailable(f"{what}: {origin(url)} kept answering HTTP {response.status_code}")
             await response.aclose()
+            self._waiting(f"{what}: {origin(url)} answered HTTP {response.status_code}", delay)
             await asyncio.sleep(delay)
+
+    def _waiting(self, problem: str, delay: float) -> None:
+        if self.on_retry is not None:
+            self.on_retry(problem, delay)
 
 
 def backoff(attempt: int) -> float:

@@ -19,7 +19,7 @@ import httpx
 from .callback import CallbackListener
 from .client_credentials import fresh_token
 from .errors import AccessDenied, InvalidClient, RequestRefused, ServiceUnavailable, SignInExpired, SignInRequired
-from .http import Http, json_body, oauth_error, refusal, token_body
+from .http import Http, OnRetry, json_body, oauth_error, refusal, token_body
 from .stores import MemoryStore, Store
 
 DEVICE_GRANT = "urn:ietf:params:oauth:grant-type:device_code"
@@ -77,6 +77,11 @@ class UserTokens:
     `access_token()` hands out a valid access token, refreshing it when it has 60 s or less
     left, one refresh at a time, and saving the rotated refresh token in `store` (under `user`)
     before anyone gets the new access token. `client_secret` is None for a public client.
+
+    Every request (the credentials check, the sign-in link, the polling for the code, the device
+    authorization and its polling, the code exchange, refreshes) is retried through network
+    errors and 429, 5xx answers; each wait is told first to `on_retry(problem, seconds)` (what
+    failed, the seconds until the next try), never the failure that is finally raised.
     """
 
     def __init__(
@@ -87,11 +92,12 @@ class UserTokens:
         store: Store | None = None,
         *,
         http_client: httpx.AsyncClient | None = None,
+        on_retry: OnRetry | None = None,
     ) -> None:
         self.client_id = client_id
         self._secret = client_secret
         self.store: Store = store if store is not None else MemoryStore()
-        self._http = Http(api, http_client)
+        self._http = Http(api, http_client, on_retry)
         # One refresh at a time: concurrent callers wait for it and take its result from the store.
         self._refresh_lock = asyncio.Lock()
 

@@ -1,5 +1,5 @@
 import { RequestRefused } from './errors.js';
-import { patiently, postForm, refusal } from './http.js';
+import { type OnRetry, patiently, postForm, refusal } from './http.js';
 import type { Store } from './stores.js';
 import { type HeldTokens, hold, isFresh, readTokenResponse, type TokenSource } from './tokens.js';
 
@@ -12,6 +12,8 @@ export interface ClientCredentialsOptions {
   scope?: string;
   /** Keeps the token across restarts (key `client`). */
   store?: Store;
+  /** Told of each failure a request waits out (the service restarting, the network away). */
+  onRetry?: OnRetry;
 }
 
 /** How long one token request keeps trying through a restart of the service. */
@@ -47,7 +49,7 @@ export class ClientCredentials implements TokenSource {
   private async ask(): Promise<string> {
     const { clientId, clientSecret, scope, store } = this.options;
     const fields = { grant_type: 'client_credentials', ...(scope !== undefined && { scope }) };
-    const answer = await patiently(() => postForm(this.tokenUrl, fields, { clientId, clientSecret }), Date.now() + ASKING_BOUND_MS, 'the client token request');
+    const answer = await patiently(() => postForm(this.tokenUrl, fields, { clientId, clientSecret }), Date.now() + ASKING_BOUND_MS, 'the client token request', this.options.onRetry);
     const response = answer.status === 200 ? readTokenResponse(answer.body) : undefined;
     if (!response) throw answer.status === 200 ? new RequestRefused(200, undefined, 'not a token response', 'the client token request') : refusal(answer, 'the client token request');
     this.held = hold(response, this.tokenUrl);

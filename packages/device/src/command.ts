@@ -26,6 +26,7 @@ const TRANSPORTS: readonly Transport[] = ['auto', 'v2', 'sse', 'v1'];
 class UsageError extends Error {}
 
 const say = (line: string) => process.stderr.write(`${line}\n`);
+const onRetry = ({ problem, inMs }: { problem: string; inMs: number }) => say(`${problem}; trying again in ${(inMs / 1000).toFixed(1)} s`);
 const print = (value: unknown) => process.stdout.write(`${JSON.stringify(value)}\n`);
 
 async function main(argv: string[]): Promise<number> {
@@ -48,12 +49,12 @@ async function main(argv: string[]): Promise<number> {
     const transport = (values.transport ?? 'auto') as Transport;
     if (!TRANSPORTS.includes(transport)) throw new UsageError(`--transport is one of ${TRANSPORTS.join(', ')}`);
     if (!clientSecret) throw new UsageError('subscribe needs the client secret in VOYAGE_CLIENT_SECRET');
-    return subscribe(api, new ClientCredentials({ api, clientId, clientSecret, store, ...(values.scope && { scope: values.scope }) }), transport, store);
+    return subscribe(api, new ClientCredentials({ api, clientId, clientSecret, store, onRetry, ...(values.scope && { scope: values.scope }) }), transport, store);
   }
   if (command === 'sign-in') {
     const port = values['redirect-port'] === undefined ? undefined : Number(values['redirect-port']);
     if (port !== undefined && !(Number.isInteger(port) && port >= 0 && port <= 65535)) throw new UsageError('--redirect-port is a port number (0: any free one)');
-    return signIn(new UserTokens({ api, clientId, ...(clientSecret && { clientSecret }), store }), {
+    return signIn(new UserTokens({ api, clientId, ...(clientSecret && { clientSecret }), store, onRetry }), {
       ...(port !== undefined && { redirect: { port, host: values['redirect-host'] ?? '127.0.0.1' } }),
       ...(values.scope && { scope: values.scope }),
     });

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { AccessDenied, SignInExpired } from './errors.js';
-import { type ClientAuth, patiently, postForm, refusal } from './http.js';
+import { type ClientAuth, type OnRetry, patiently, postForm, refusal } from './http.js';
 import { readTokenResponse, type TokenResponse } from './tokens.js';
 
 /** What the user needs to approve the device (RFC 8628 §3.2), camel-cased. */
@@ -25,9 +25,9 @@ const SLOW_DOWN_STEP_S = 5;
 const CALL_BOUND_MS = 60_000;
 
 /** RFC 8628: the user approves on another device; this one shows the code and polls. */
-export async function signInWithDeviceCode(api: string, client: ClientAuth, options: DeviceCodeSignInOptions): Promise<{ response: TokenResponse; tokenUrl: string }> {
+export async function signInWithDeviceCode(api: string, client: ClientAuth, options: DeviceCodeSignInOptions, onRetry?: OnRetry): Promise<{ response: TokenResponse; tokenUrl: string }> {
   const fields: Record<string, string> = options.scope !== undefined ? { scope: options.scope } : {};
-  const answer = await patiently(() => postForm(new URL('/sso/device_authorization', api), fields, client), Date.now() + CALL_BOUND_MS, 'the device authorization');
+  const answer = await patiently(() => postForm(new URL('/sso/device_authorization', api), fields, client), Date.now() + CALL_BOUND_MS, 'the device authorization', onRetry);
   const body = answer.body as { device_code?: string; user_code?: string; verification_uri?: string; verification_uri_complete?: string; expires_in?: number; interval?: number } | undefined;
   if (answer.status !== 200 || !body?.device_code || !body.user_code || !body.verification_uri || typeof body.expires_in !== 'number') throw refusal(answer, 'the device authorization');
   options.onCode({
@@ -44,7 +44,7 @@ export async function signInWithDeviceCode(api: string, client: ClientAuth, opti
     await sleep(interval * 1000);
     if (Date.now() > deadline) throw new SignInExpired('the device code expired before the user approved it');
     // A restart of the service while the user approves is waited out, within the code's life.
-    const poll = await patiently(() => postForm(tokenUrl, { grant_type: GRANT, device_code: body.device_code! }, client), deadline, 'polling for the approval');
+    const poll = await patiently(() => postForm(tokenUrl, { grant_type: GRANT, device_code: body.device_code! }, client), deadline, 'polling for the approval', onRetry);
     const response = poll.status === 200 ? readTokenResponse(poll.body) : undefined;
     if (response) return { response, tokenUrl };
     switch (poll.body?.error) {

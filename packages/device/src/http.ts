@@ -68,12 +68,16 @@ export function retryAfterMs(headers: Headers, fallbackMs: number): number {
   return Number.isFinite(ms) ? Math.min(Math.max(ms, 0), LONGEST_RETRY_AFTER_MS) : fallbackMs;
 }
 
+/** Told of each temporary failure a call waits out: what failed, and how long until it tries again. */
+export type OnRetry = (retry: { problem: string; inMs: number }) => void;
+
 /**
  * Repeats `attempt` through temporary failures (network errors, 429, 502, 503, 504), waiting
  * `Retry-After` or a doubling pause, until `deadline` (ms since the epoch): the first other answer
- * is returned; past the deadline the last failure is thrown as ServiceUnavailable.
+ * is returned; past the deadline the last failure is thrown as ServiceUnavailable. Each wait is
+ * told to `onRetry`, so a person is not left in silence while the service is away.
  */
-export async function patiently(attempt: () => Promise<Answer>, deadline: number, what: string): Promise<Answer> {
+export async function patiently(attempt: () => Promise<Answer>, deadline: number, what: string, onRetry?: OnRetry): Promise<Answer> {
   let pause = FIRST_RETRY_MS;
   for (;;) {
     let wait: number;
@@ -89,6 +93,7 @@ export async function patiently(attempt: () => Promise<Answer>, deadline: number
       failure = `${what}: ${error.message}`;
     }
     if (Date.now() + wait > deadline) throw new ServiceUnavailable(failure);
+    onRetry?.({ problem: failure, inMs: wait });
     await sleep(wait);
     pause = Math.min(pause * 2, LONGEST_RETRY_MS);
   }

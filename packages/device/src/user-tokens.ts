@@ -1,7 +1,7 @@
 import { signInWithDeviceCode, type DeviceCodeSignInOptions } from './device-code.js';
 import { ServiceUnavailable, SignInRequired } from './errors.js';
 import { signInWithHelper, type HelperSignInOptions } from './helper-sign-in.js';
-import { patiently, postForm, refusal } from './http.js';
+import { type OnRetry, patiently, postForm, refusal } from './http.js';
 import { MemoryStore, type Store } from './stores.js';
 import { type HeldTokens, hold, isFresh, readTokenResponse, type TokenResponse, type TokenSource } from './tokens.js';
 
@@ -13,6 +13,8 @@ export interface UserTokensOptions {
   clientSecret?: string;
   /** Keeps the user's tokens across restarts (key `user`); in memory by default. */
   store?: Store;
+  /** Told of each failure a sign-in or a refresh waits out (the service restarting, the network away). */
+  onRetry?: OnRetry;
 }
 
 const STORE_KEY = 'user';
@@ -45,14 +47,14 @@ export class UserTokens implements TokenSource {
 
   /** The seed's helper flow: the user signs in at the address `onAddress` is given. */
   async signInWithHelper(options: HelperSignInOptions): Promise<TokenResponse> {
-    const { response, tokenUrl } = await signInWithHelper(this.options.api, this.client, options);
+    const { response, tokenUrl } = await signInWithHelper(this.options.api, this.client, options, this.options.onRetry);
     await this.keep(hold(response, tokenUrl));
     return response;
   }
 
   /** RFC 8628: the user enters the code `onCode` is given on another device. */
   async signInWithDeviceCode(options: DeviceCodeSignInOptions): Promise<TokenResponse> {
-    const { response, tokenUrl } = await signInWithDeviceCode(this.options.api, this.client, options);
+    const { response, tokenUrl } = await signInWithDeviceCode(this.options.api, this.client, options, this.options.onRetry);
     await this.keep(hold(response, tokenUrl));
     return response;
   }
@@ -95,7 +97,7 @@ export class UserTokens implements TokenSource {
     const fields = { grant_type: 'refresh_token', refresh_token: held.refresh_token };
     let answer;
     try {
-      answer = await patiently(() => postForm(held.token_url, fields, this.client), Date.now() + REFRESH_BOUND_MS, 'the refresh');
+      answer = await patiently(() => postForm(held.token_url, fields, this.client), Date.now() + REFRESH_BOUND_MS, 'the refresh', this.options.onRetry);
     } catch (error) {
       // Refreshed early: while the service is away, the token held still works for a while.
       if (error instanceof ServiceUnavailable && held.expires_at > Date.now()) return held.access_token;

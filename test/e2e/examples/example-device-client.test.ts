@@ -180,17 +180,15 @@ describe('examples/device-client.ts', () => {
   });
 
   // The SDK waits out a restart of the service: it says so only once it gave up, about 30 s on.
-  it('names the address it cannot reach, instead of a bare "fetch failed"', async () => {
+  it('names the address it cannot reach at once, instead of a bare "fetch failed" or silence', async () => {
     const closedPort = await freePort();
     const child = spawnExample(EXAMPLE, ['--device-flow'], { env: { PATH: process.env.PATH, CLIENT_ID: 'x', CLIENT_SECRET: 'y', PORT: String(closedPort) } });
     onTestFinished(() => void child.kill());
     let stderr = '';
     child.stderr.on('data', (chunk) => (stderr += chunk));
-    const [code] = await once(child, 'exit');
-    expect(code).toBe(1);
-    expect(stderr).toContain(`cannot reach http://localhost:${closedPort} (`);
-    expect(stderr).toContain('check the service address (--api)');
-  }, 60_000);
+    // It keeps trying for a minute (the service may be restarting), saying so at every try.
+    await expect.poll(() => stderr, { timeout: 10_000 }).toMatch(new RegExp(`cannot reach http://localhost:${closedPort} \\(.*\\); trying again in 1\\.0 s`));
+  });
 });
 
 describe('examples/device-client.ts at the command line', () => {

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vites
 import { clientToken, PUBLISH_SCOPE, type PublishBody, publish, validNotification } from '../../factories/notification.factory.js';
 import { createClient, createUser, type TestClient } from '../../factories/oauth.factory.js';
 import { launchChromium } from '../../setup/chromium.js';
+import { freePort } from '../../setup/free-port.js';
 import { DEVICE_LANGUAGES, type DeviceCommand, type DeviceLanguage, startDeviceCommand } from '../../setup/device-commands.js';
 import { openSatelliteLink } from '../../../bench/lib/satellite-link.js';
 import { startSecondInstance } from '../../setup/instances.js';
@@ -208,6 +209,14 @@ describe.each(DEVICE_LANGUAGES)('the $name device SDK', (language: DeviceLanguag
     expect(ids(command)).toEqual([...before, ...during, ...after].map((body) => body.correlationId));
     expect(command.stderr().match(/^connected/gm)!.length).toBeLessThanOrEqual(3);
   }, 240_000);
+
+  it('says at once, and at every try, that the service cannot be reached', async () => {
+    const closed = `http://127.0.0.1:${await freePort()}`;
+    const command = await device(['sign-in', '--api', closed, '--client-id', 'x'], 'y');
+    // The service may be restarting: it keeps trying for a while, saying so each time.
+    await command.until(() => /cannot reach http:\/\/127\.0\.0\.1:\d+ \(.*\); trying again in \d+\.\d s/.test(command.stderr()), 'a line naming the address', 10_000);
+    command.child.kill('SIGTERM');
+  });
 
   it('names a wrong client secret before it shows anyone where to sign in', async () => {
     const client = await createClient(app);
