@@ -36,10 +36,15 @@ def origin(url: str) -> str:
 
 
 def retry_after(response: httpx.Response, default: float) -> float:
-    """The answer's `Retry-After` in seconds (delta-seconds or an HTTP date), else `default`."""
-    value = response.headers.get("retry-after")
+    """The answer's `Retry-After` in seconds, else `default`."""
+    wait = retry_after_header(response.headers.get("retry-after"))
+    return default if wait is None else wait
+
+
+def retry_after_header(value: str | None) -> float | None:
+    """`Retry-After` (delta-seconds or an HTTP date) in seconds; None when absent or unreadable."""
     if value is None:
-        return default
+        return None
     try:
         return max(0.0, float(value))
     except ValueError:
@@ -47,16 +52,8 @@ def retry_after(response: httpx.Response, default: float) -> float:
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):
-        return default
-    return max(0.0, when.timestamp() - time.time())
-
-
-def retry_after_header(value: str | None) -> float | None:
-    """`Retry-After` in seconds (None when absent or unreadable)."""
-    if value is None:
         return None
-    wait = retry_after(httpx.Response(503, headers={"Retry-After": value}), -1.0)
-    return None if wait < 0 else wait
+    return max(0.0, when.timestamp() - time.time())
 
 
 def oauth_error(response: httpx.Response) -> tuple[str | None, str | None]:
