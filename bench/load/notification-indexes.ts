@@ -11,16 +11,17 @@
  *   no-id+brin both.
  * Per variant: the INSERT's execution time per row (pg_stat_statements), the whole transaction's
  * time per row as this process sees it, WAL bytes per row, and one EXPLAIN (ANALYZE, BUFFERS)
- * of the INSERT with a real batch, rolled back. Prints one JSON document.
+ * of the INSERT with a real batch (auto_explain inside publish_insert), rolled back. Prints one JSON document.
  *
  *   npx tsx bench/load/notification-indexes.ts [--prefill 200000] [--batch 500] [--batches 60] [--rounds 3]
  */
 import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
+import type pg from 'pg';
 import { DataSource } from 'typeorm';
 import { Env } from '../../src/config/env.js';
 import { dataSourceOptions, runMigrations } from '../../src/database/data-source.js';
-import { PUBLISH_INSERT, type NewNotification, NotificationsRepository, publishInsertParameters } from '../../src/notification/publish/notifications.repository.js';
+import { type NewNotification, NotificationsRepository, publishInsertParameters } from '../../src/notification/publish/notifications.repository.js';
 import type { PreviousReleaseListenersService } from '../../src/notification/publish/previous-release-listeners.service.js';
 import { FLEET_SERVER_SETTINGS, startBareDatabase } from '../lib/pg-cluster.js';
 import { median, round } from '../lib/ws-common.js';
@@ -125,15 +126,26 @@ async function applyVariant(dataSource: DataSource, variant: VariantName): Promi
   await dataSource.query('VACUUM ANALYZE notifications');
 }
 
-/** EXPLAIN (ANALYZE, BUFFERS, WAL) of the publish INSERT as the service runs it, rolled back. */
+/**
+ * EXPLAIN (ANALYZE, BUFFERS, WAL) of the publish INSERT as the service runs it, rolled back: the
+ * statement is inside the publish_insert function, so auto_explain reports its plan as a notice.
+ */
 async function explainInsert(dataSource: DataSource, notifications: NewNotification[]): Promise<string> {
   const runner = dataSource.createQueryRunner();
-  await runner.connect();
+  const connection = (await runner.connect()) as pg.PoolClient;
+  const plans: string[] = [];
+  const onNotice = (notice: { message?: string }) => void (notice.message?.includes('INSERT INTO notifications') && plans.push(notice.message));
+  connection.on('notice', onNotice);
   try {
     await runner.startTransaction();
-    const plan: { 'QUERY PLAN': string }[] = await runner.query(`EXPLAIN (ANALYZE, BUFFERS, WAL) ${PUBLISH_INSERT.text}`, publishInsertParameters(notifications));
-    return plan.map((line) => line['QUERY PLAN']).join('\n');
+    await runner.query(`LOAD 'auto_explain'`);
+    for (const setting of ['log_min_duration = 0', 'log_analyze = on', 'log_buffers = on', 'log_wal = on', 'log_nested_statements = on', 'log_level = notice']) {
+      await runner.query(`SET LOCAL auto_explain.${setting}`);
+    }
+    await runner.query('SELECT * FROM publish_insert($1, $2, $3, $4, $5, $6, $7, $8)', publishInsertParameters(notifications));
+    return plans.join('\n');
   } finally {
+    connection.off('notice', onNotice);
     await runner.rollbackTransaction().catch(() => {});
     await runner.release();
   }

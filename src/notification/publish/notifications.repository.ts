@@ -67,47 +67,35 @@ const TRY_LOCKS = new PreparedStatement<{ refused: string[] }>(
      ARRAY(SELECT position FROM unnest($2::text[]) WITH ORDINALITY AS r (recipient, position) WHERE NOT pg_try_advisory_xact_lock($1, hashtext(recipient))) AS refused`,
 );
 
+/** A result row of the publish functions: one per proposed publish, in its position (migration 1795500000000). */
+type PublishRow = { position: string; id: string | null; stored: boolean };
+
 /**
- * One result row per proposed publish, in its position: the id stored for it (now or before) and
- * whether this position stored it; no id for a recipient that is not a client. Each result is
- * found by position, and a publish is matched with its row by PostgreSQL's own comparison of the
- * values it stored (a uuid in any letter case is one uuid), never by text the caller sent.
- *
- * Of the publishes of one (recipient, correlation id, status), only the first is proposed:
- * PostgreSQL refuses an upsert that touches one row twice in a command, and the later ones are
- * its duplicates. The rows are inserted in position order (seq follows it). created_at is the
- * clock at insert, after the lock wait: a connection that opened before it compares it with its
- * own opening time (see deliveryStarts). A row stored before is looked up (by the dedupe index,
- * and only when nothing was stored: coalesce evaluates no more than it needs) in the statement's
- * snapshot, which sees every earlier publish of the recipient: those commit before its lock is
- * released, and the lock was taken before this statement began. (Exported, with publishInsertParameters, for bench/load/notification-indexes.ts.)
+ * The whole publish transaction in one round trip, when every recipient's lock is free: the
+ * caller's implicit transaction takes the locks without waiting, stores, wakes and commits; no
+ * rows when a lock is held elsewhere (nothing stored). The answer arrives after the commit.
  */
-export const PUBLISH_INSERT = new PreparedStatement<{ position: string; id: string | null; stored: boolean }>(
-  'publish-insert',
-  `WITH n AS (
-     SELECT *, row_number() OVER (PARTITION BY recipient, correlation_id, status ORDER BY position) = 1 AS first
-     FROM unnest($1::text[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::float8[]) WITH ORDINALITY
-       AS n (recipient, correlation_id, status, payload, published_by, retention, position)),
-   inserted AS (
-     INSERT INTO notifications (recipient, correlation_id, status, payload, published_by, expires_at, created_at)
-     SELECT recipient, correlation_id, status, payload, published_by, now() + make_interval(secs => retention), clock_timestamp()
-     FROM n WHERE first AND EXISTS (SELECT 1 FROM clients WHERE id = n.recipient AND deleted_at IS NULL)
-     ORDER BY position
-     ON CONFLICT (recipient, correlation_id, status) DO UPDATE
-       SET seq = nextval('notifications_seq_seq'), id = gen_random_uuid(), payload = EXCLUDED.payload,
-           published_by = EXCLUDED.published_by, created_at = clock_timestamp(), expires_at = EXCLUDED.expires_at
-       WHERE notifications.expires_at <= now()
-     RETURNING id, recipient, correlation_id, status)
-   SELECT n.position, i.id IS NOT NULL AND n.first AS stored,
-     coalesce(i.id, (
-       SELECT s.id FROM notifications s
-       WHERE s.recipient = n.recipient AND s.correlation_id = n.correlation_id AND s.status = n.status AND s.expires_at > now())) AS id
-   FROM n LEFT JOIN inserted i USING (recipient, correlation_id, status)
-   ORDER BY n.position`,
+const PUBLISH_IF_FREE = new PreparedStatement<PublishRow>(
+  'publish-if-free',
+  'SELECT "position", id, stored FROM publish_if_free($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)',
 );
 
-/** PUBLISH_INSERT's parameters: one array per column, in the order of `notifications`. */
-export function publishInsertParameters(notifications: NewNotification[]): unknown[] {
+/** The INSERT and its wake-ups, in a transaction that holds the recipients' locks. */
+const PUBLISH_INSERT = new PreparedStatement<PublishRow>('publish-insert', 'SELECT "position", id, stored FROM publish_insert($1, $2, $3, $4, $5, $6, $7, $8)');
+
+/**
+ * The publish functions' parameters after the locks': one array per column, in the order of
+ * `notifications`, then the wake-ups (wake-ups.ts), each a channel and its payload, sent if
+ * anything is stored. (Exported for bench/load/notification-indexes.ts.)
+ */
+export function publishInsertParameters(notifications: NewNotification[], previousReleaseToo = false): unknown[] {
+  const recipients = new Set(notifications.map((notification) => notification.recipient));
+  const payloads = wakePayloads(recipients);
+  const channels = payloads.map(() => WAKE_CHANNEL);
+  if (previousReleaseToo) {
+    payloads.push(...recipients);
+    channels.push(...Array.from(recipients, () => PREVIOUS_RELEASE_CHANNEL));
+  }
   return [
     notifications.map((notification) => notification.recipient),
     notifications.map((notification) => notification.correlationId),
@@ -115,11 +103,10 @@ export function publishInsertParameters(notifications: NewNotification[]): unkno
     notifications.map((notification) => notification.payload),
     notifications.map((notification) => notification.publishedBy),
     notifications.map((notification) => notification.retentionSeconds),
+    channels,
+    payloads,
   ];
 }
-
-/** The transaction's wake-ups (wake-ups.ts), each a channel and its payload. */
-const WAKE = new PreparedStatement('publish-wake', `SELECT pg_notify(channel, payload) FROM unnest($1::text[], $2::text[]) AS w (channel, payload)`);
 
 const RECIPIENT_BUSY: InsertOutcome = { recipientBusy: true };
 const ABANDONED: InsertOutcome = { abandoned: true };
@@ -166,6 +153,8 @@ export class NotificationsRepository {
   async insertBatch(batch: NewNotification[], { briefly = false } = {}): Promise<InsertOutcome[]> {
     const recipients = [...new Set(batch.map((notification) => notification.recipient))];
     const lockTimeout = `${briefly ? this.sharedLockWaitMs : this.lockTimeoutMs}ms`;
+    const atOnce = await this.storeIfFree(batch, lockTimeout);
+    if (atOnce) return atOnce;
     if (recipients.length === 1) return this.storeLocked(batch, (manager) => this.waitForLock(manager, recipients[0], lockTimeout));
     let locked = false;
     try {
@@ -179,6 +168,24 @@ export class NotificationsRepository {
       if (locked || databaseUnavailableReason(error) !== 'lock') throw error;
       return this.storeLocked(batch, (manager) => this.tryLocks(manager, recipients, lockTimeout));
     }
+  }
+
+  /**
+   * The whole transaction in one round trip, when no recipient's lock is held elsewhere (as it
+   * almost never is: locks are held for the milliseconds of a commit); undefined, with nothing
+   * stored, when one is.
+   */
+  private async storeIfFree(batch: NewNotification[], lockTimeout: string): Promise<InsertOutcome[] | undefined> {
+    const outcomes = batch.map((notification): InsertOutcome | undefined => (notification.abandoned?.() ? ABANDONED : undefined));
+    const positions = outcomes.flatMap((outcome, index) => (outcome === undefined ? [index] : []));
+    if (positions.length === 0) return outcomes as InsertOutcome[];
+    const bothForms = this.previousRelease.present;
+    const parameters = publishInsertParameters(positions.map((index) => batch[index]), bothForms);
+    const results = await PUBLISH_IF_FREE.run(this.dataSource, [PUBLISH_LOCK_CLASS, lockTimeout, ...parameters]);
+    if (results.length === 0) return undefined;
+    const stored = this.fill(outcomes, positions, batch, results);
+    if (!bothForms && stored.size > 0) this.previousRelease.committedWithoutItsForm(stored);
+    return outcomes as InsertOutcome[];
   }
 
   /** Takes one recipient's lock, waiting up to `lockTimeout`, the transaction's lock_timeout from then on. */
@@ -202,7 +209,9 @@ export class NotificationsRepository {
   /**
    * One transaction: the locks `lock` takes, then the batch's publishes except those of the
    * recipients it reports busy and those nobody waits for any more (checked once the locks are
-   * had, the last moment before the INSERT).
+   * had, the last moment before the INSERT). The wake-ups are sent while a listener of the
+   * previous release may be there in its form too; when they went without it,
+   * PreviousReleaseListenersService is told once the transaction commits.
    */
   private async storeLocked(batch: NewNotification[], lock: (manager: EntityManager) => Promise<Set<string>>): Promise<InsertOutcome[]> {
     let wokenAlone: Set<string> | undefined;
@@ -213,36 +222,25 @@ export class NotificationsRepository {
       );
       const positions = outcomes.flatMap((outcome, index) => (outcome === undefined ? [index] : []));
       if (positions.length === 0) return outcomes as InsertOutcome[];
-      const proposed = positions.map((index) => batch[index]);
-      const results = await PUBLISH_INSERT.runIn(manager, publishInsertParameters(proposed));
-      const woken = new Set<string>();
-      for (const { position, id, stored } of results) {
-        const index = positions[Number(position) - 1];
-        outcomes[index] = id === null ? UNKNOWN_RECIPIENT : { id, stored };
-        if (stored) woken.add(batch[index].recipient);
-      }
-      if (woken.size > 0) wokenAlone = await this.wake(manager, woken);
+      const bothForms = this.previousRelease.present;
+      const results = await PUBLISH_INSERT.runIn(manager, publishInsertParameters(positions.map((index) => batch[index]), bothForms));
+      const woken = this.fill(outcomes, positions, batch, results);
+      if (!bothForms && woken.size > 0) wokenAlone = woken;
       return outcomes as InsertOutcome[];
     });
     if (wokenAlone) this.previousRelease.committedWithoutItsForm(wokenAlone);
     return stored;
   }
 
-  /**
-   * Wakes every instance once for the transaction, and once per recipient those of the previous
-   * release while one may be listening. Returns the recipients when their wake-up went without the
-   * previous release's form: PreviousReleaseListenersService is told once the transaction commits.
-   */
-  private async wake(manager: EntityManager, recipients: Set<string>): Promise<Set<string> | undefined> {
-    const payloads = wakePayloads(recipients);
-    const channels = payloads.map(() => WAKE_CHANNEL);
-    const bothForms = this.previousRelease.present;
-    if (bothForms) {
-      payloads.push(...recipients);
-      channels.push(...Array.from(recipients, () => PREVIOUS_RELEASE_CHANNEL));
+  /** Puts each result row's outcome in its publish's place; returns the recipients something was stored for. */
+  private fill(outcomes: (InsertOutcome | undefined)[], positions: number[], batch: NewNotification[], results: PublishRow[]): Set<string> {
+    const woken = new Set<string>();
+    for (const { position, id, stored } of results) {
+      const index = positions[Number(position) - 1];
+      outcomes[index] = id === null ? UNKNOWN_RECIPIENT : { id, stored };
+      if (stored) woken.add(batch[index].recipient);
     }
-    await WAKE.runIn(manager, [channels, payloads]);
-    return bothForms ? undefined : recipients;
+    return woken;
   }
 
   /**
