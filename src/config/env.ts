@@ -242,6 +242,13 @@ export class Env {
   @Min(1) @Max(1_000_000) @IsInt()
   PUBLISH_QUEUE_MAX: number = 10_000;
 
+  /**
+   * Milliseconds a publish transaction runs alone before another starts beside it: publishes that
+   * arrive meanwhile share the next commit (group commit). 0 starts one at once, up to four.
+   */
+  @Min(0) @Max(1_000) @IsInt()
+  PUBLISH_GROUP_COMMIT_MS: number = 10;
+
   /** Most WebSocket connections one instance holds; the next one is closed with 1008. */
   @Min(1) @Max(1_000_000) @IsInt()
   WS_MAX_CONNECTIONS: number = 10000;

@@ -1,8 +1,15 @@
+import { performance } from 'node:perf_hooks';
 export interface BatcherOptions<In, Out> {
   /** Most items in one flush. */
   maxBatch: number;
   /** Flushes under way at once (default 1): with more, one slow flush does not hold up the items behind it. */
   concurrency?: number;
+  /**
+   * With `concurrency` above 1: another flush starts only once every flush under way has run this
+   * long (default 0, at once). Meanwhile the items gather for the next flush, as with one at a
+   * time, and a flush that is slow (a lock, a stalled statement) still holds up only its own.
+   */
+  overlapAfterMs?: number;
   /**
    * Items with the same key are never in two flushes under way at once, so they are flushed in
    * the order they were submitted.
@@ -50,6 +57,9 @@ interface Entry<In, Out> {
 export class Batcher<In, Out> {
   private queue: Entry<In, Out>[] = [];
   private running = 0;
+  /** When the youngest flush under way started (performance.now()), and the timer that drains again once it is old enough. */
+  private lastStart = 0;
+  private overlapTimer?: NodeJS.Timeout;
   private readonly busyKeys = new Set<string>();
   /** Every waiting item's key is under way: nothing can be taken until a flush ends or a free key arrives. */
   private stalled = false;
@@ -98,12 +108,14 @@ export class Batcher<In, Out> {
 
   private drain(): void {
     while (!this.stalled && this.running < this.options.concurrency && this.queue.length > 0) {
+      if (this.running > 0 && this.waitingToOverlap()) return;
       const batch = this.take();
       if (batch.length === 0) {
         this.stalled = true; // what waits belongs to keys under way
         return;
       }
       this.running++;
+      this.lastStart = performance.now();
       void this.run(batch).finally(() => {
         this.running--;
         for (const entry of batch) if (entry.key !== undefined) this.busyKeys.delete(entry.key);
@@ -111,6 +123,17 @@ export class Batcher<In, Out> {
         this.drain();
       });
     }
+  }
+
+  /** True, with a drain scheduled, while the youngest flush under way is younger than `overlapAfterMs`. */
+  private waitingToOverlap(): boolean {
+    const wait = this.lastStart + (this.options.overlapAfterMs ?? 0) - performance.now();
+    if (wait <= 0) return false;
+    this.overlapTimer ??= setTimeout(() => {
+      this.overlapTimer = undefined;
+      this.drain();
+    }, wait).unref();
+    return true;
   }
 
   /**

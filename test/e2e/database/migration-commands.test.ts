@@ -22,9 +22,10 @@ const tables = async (url: string) =>
 const hasColumn = async (url: string, table: string, column: string) =>
   (await query(url, `SELECT 1 FROM information_schema.columns WHERE table_name = $1 AND column_name = $2`, [table, column])).length === 1;
 const hasIndex = async (url: string, name: string) => (await query(url, `SELECT 1 FROM pg_indexes WHERE indexname = $1`, [name])).length === 1;
-/** The last migration adds what a registration from software keeps of a client; the one before it, the audit trail. */
-const hasLast = (url: string) => hasColumn(url, 'clients', 'registration_token_hash');
-const hasOneBeforeLast = (url: string) => hasColumn(url, 'audit_events', 'actor');
+const hasFunction = async (url: string, name: string) => (await query(url, `SELECT 1 FROM pg_proc WHERE proname = $1`, [name])).length === 1;
+/** The last migration adds the publish functions; the one before it, what a registration from software keeps of a client. */
+const hasLast = (url: string) => hasFunction(url, 'publish_if_free');
+const hasOneBeforeLast = (url: string) => hasColumn(url, 'clients', 'registration_token_hash');
 
 describe('the migration commands of the README', () => {
   let url: string;

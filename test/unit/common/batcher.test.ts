@@ -44,6 +44,20 @@ describe('Batcher with keys and several flushes at once', () => {
     return { flushed, releaseAll: () => gates.splice(0).forEach((open) => open()), flush };
   };
 
+  it('with overlapAfterMs, gathers what arrives during a young flush, and starts another beside a flush that has run that long', async () => {
+    const { flushed, releaseAll, flush } = gated();
+    const batcher = new Batcher<string, string>(flush, { maxBatch: 10, concurrency: 4, overlapAfterMs: 60 });
+    const results = ['a', 'b', 'c'].map((item) => batcher.submit(item));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    // 'a' is under way and young: 'b' and 'c' wait for the next flush, together, although slots are free.
+    expect(flushed).toEqual([['a']]);
+    await new Promise((resolve) => setTimeout(resolve, 80));
+    // 'a' is still stuck: past 60 ms, the others go beside it.
+    expect(flushed).toEqual([['a'], ['b', 'c']]);
+    releaseAll();
+    await expect(Promise.all(results)).resolves.toEqual(['a', 'b', 'c']);
+  });
+
   it('never puts one key in two flushes under way, and lets other keys pass a stuck one', async () => {
     const { flushed, releaseAll, flush } = gated();
     const batcher = new Batcher<string, string>(flush, { maxBatch: 10, concurrency: 2, keyOf: (item) => item[0] });

@@ -34,7 +34,7 @@ function storeFailingOn(rule: { poison?: string; lockedRecipient?: string; slowR
       );
     },
   } as unknown as NotificationsRepository;
-  return { publisher: new NotificationPublisherService(repository, loadEnv(rule.env ?? {}), new MetricsService()), transactions, release: () => (lockHeld = false) };
+  return { publisher: new NotificationPublisherService(repository, loadEnv({ PUBLISH_GROUP_COMMIT_MS: '0', ...rule.env }), new MetricsService()), transactions, release: () => (lockHeld = false) };
 }
 
 const publishAll = (publisher: NotificationPublisherService, bodies: PublishNotificationDto[]) =>
