@@ -217,7 +217,9 @@ export class DeliveryService implements OnModuleInit, OnApplicationShutdown {
       const from = open.reduce((lowest, subscriber) => Math.min(lowest, subscriber.sentSeq), Infinity);
       const readAt = Date.now();
       const batch = await this.reads.submit({ recipient: clientId, seq: from, limit: BATCH });
-      for (const subscriber of open) await this.sendBatch(subscriber, batch);
+      // A read that found nothing sends nothing: each connection that opens wakes its client's
+      // pump, which would otherwise walk all its connections (up to 100 each) through sendBatch.
+      if (batch.length > 0) for (const subscriber of open) await this.sendBatch(subscriber, batch);
       if (batch.length < BATCH) {
         for (const subscriber of open) if (subscriber.owesHold) this.caughtUp(subscriber);
         // Caught up with everything stored before this read began.

@@ -121,10 +121,20 @@ export class NotificationWsAdapter extends WsAdapter {
    * client could fill. The server's own errors stay errors.
    */
   override bindErrorHandler(server: WebSocketServer): WebSocketServer {
-    server.on('connection', (socket: WebSocket) => socket.on('error', (error: Error) => this.logger.debug(`a stream client broke the protocol: ${error.message}`)));
+    server.on('connection', (socket: WebSocket) => socket.on('error', this.logClientError));
     server.on('error', (error: Error) => this.logger.error(error));
     return server;
   }
+
+  /** One listener shared by every socket, rather than a closure each. */
+  private readonly logClientError = (error: Error) => this.logger.debug(`a stream client broke the protocol: ${error.message}`);
+
+  /**
+   * Nest binds every socket's close to its gateway's handleDisconnect. The stream's gateway has
+   * none (a stream's end is StreamsService's, through whenEnded), so that listener and the closure
+   * over the socket it makes would only cost memory on every idle connection.
+   */
+  override bindClientDisconnect(): void {}
 
   /**
    * The stream takes no messages from clients (the gateway subscribes to none), so the per-socket

@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import { type OnGatewayConnection, WebSocketGateway } from '@nestjs/websockets';
 import type { WebSocket } from 'ws';
 import { MetricsService } from '../../metrics/metrics.service.js';
-import { ConnectionRegistryService } from './connection-registry.service.js';
+import { ConnectionRegistryService, type StreamConnection } from './connection-registry.service.js';
 import { DeliveryService } from '../delivery/delivery.service.js';
 import { resumeOfUpgrade, tokenOfUpgrade } from './notification-ws.adapter.js';
 import { ProtocolV2MessagesService } from './protocol-v2-messages.service.js';
@@ -33,7 +33,7 @@ export class NotificationGateway implements OnGatewayConnection {
 
   async handleConnection(socket: WebSocket, request: IncomingMessage): Promise<void> {
     const token = tokenOfUpgrade(request);
-    socket.once('close', (code) => this.metrics.wsCloses.inc({ code }));
+    socket.on('close', this.countClose);
     const refusal = this.streams.refusal(token.claims.client_id);
     if (refusal) {
       socket.close(refusal.code, refusal.reason);
@@ -42,14 +42,27 @@ export class NotificationGateway implements OnGatewayConnection {
     const v2 = socket.protocol === PROTOCOL_V2;
     const stream = v2 ? new V2WebSocketStream(socket) : new SeedWebSocketStream(socket);
     const connection = this.streams.register(stream, token);
+    this.listen(socket, connection, v2);
+    // The request is let go once the stream has started: no listener made here may keep it (see `listen`).
+    const recheck = async () => (await this.authorizer.recheck(request)).ok;
+    // A v2 client always learns the epoch, and whether its history is complete, even without a position.
+    await this.streams.start(connection, recheck, v2 ? (resumeOfUpgrade(request) ?? {}) : undefined);
+  }
+
+  /** One listener for every socket: ws emits 'close' once. */
+  private readonly countClose = (code: number) => this.metrics.wsCloses.inc({ code });
+
+  /**
+   * The socket's listeners for its whole life, made apart from handleConnection: closures made in
+   * one function share its variables, so one made there would keep the upgrade request (its
+   * headers, its token) alive as long as the connection.
+   */
+  private listen(socket: WebSocket, connection: StreamConnection, v2: boolean): void {
     socket.on('pong', (data: Buffer) => {
       connection.alive = true;
       // Delivery pings carry a seq; the heartbeat's pings carry nothing.
       if (!v2 && connection.subscriber) this.delivery.confirmPing(connection.subscriber, data);
     });
     if (v2) this.v2Messages.listen(socket, connection);
-    const recheck = async () => (await this.authorizer.recheck(request)).ok;
-    // A v2 client always learns the epoch, and whether its history is complete, even without a position.
-    await this.streams.start(connection, recheck, v2 ? (resumeOfUpgrade(request) ?? {}) : undefined);
   }
 }

@@ -54,7 +54,8 @@ abstract class WebSocketStream implements StreamTransport, Outlet {
 
   whenEnded(listener: () => void): void {
     if (this.socket.readyState === this.socket.CLOSED) listener();
-    else this.socket.once('close', () => listener());
+    // `on`, not `once`: ws emits 'close' once, and `once` would add a wrapper to every idle connection.
+    else this.socket.on('close', listener);
   }
 
   abstract begin(start: { epoch?: string; reset?: ResetReason }): void;
