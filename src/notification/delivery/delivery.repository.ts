@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
+import { PreparedStatement } from '../../database/prepared-statement.js';
 import type { CursorSave } from './cursor-book.js';
 
 /** Up to `limit` of the recipient's notifications after `seq`. */
@@ -43,6 +44,12 @@ export interface ResumeFacts {
   incomplete: boolean;
 }
 
+/** The reads of `after` (migration 1795501000000: a function that keeps one generic plan). */
+const READ_AFTER = new PreparedStatement<{ position: string; seq: string; payload: string; stored_at: string }>(
+  'delivery-read-after',
+  'SELECT "position", seq, payload, stored_at FROM delivery_read_after($1, $2, $3)',
+);
+
 /** How long a publish may take from its insert to its commit, as far as deliveryStarts is concerned. */
 const COMMIT_MARGIN_MS = 1_000;
 
@@ -79,15 +86,11 @@ export class DeliveryRepository {
    * round trip for all the recipients a burst of publishes woke.
    */
   async after(requests: ReadAfter[]): Promise<StoredNotification[][]> {
-    const rows: { position: number; seq: string; payload: string; stored_at: string }[] = await this.dataSource.query(
-      `SELECT r.position, n.seq, n.payload, (extract(epoch FROM n.created_at) * 1000)::bigint AS stored_at
-       FROM unnest($1::text[], $2::bigint[], $3::int[]) WITH ORDINALITY AS r (recipient, after_seq, max_rows, position)
-       CROSS JOIN LATERAL (
-         SELECT seq, payload, created_at FROM notifications
-         WHERE recipient = r.recipient AND seq > r.after_seq AND expires_at > now() ORDER BY seq LIMIT r.max_rows) AS n
-       ORDER BY r.position, n.seq`,
-      [requests.map((request) => request.recipient), requests.map((request) => request.seq), requests.map((request) => request.limit)],
-    );
+    const rows = await READ_AFTER.run(this.dataSource, [
+      requests.map((request) => request.recipient),
+      requests.map((request) => request.seq),
+      requests.map((request) => request.limit),
+    ]);
     const results: StoredNotification[][] = requests.map(() => []);
     for (const row of rows) results[Number(row.position) - 1].push({ seq: Number(row.seq), payload: row.payload, storedAt: Number(row.stored_at) });
     return results;

@@ -19,13 +19,10 @@ async function npmRun(script: string, databaseUrl: string): Promise<{ code: numb
 const tables = async (url: string) =>
   (await query<{ name: string }>(url, `SELECT tablename AS name FROM pg_tables WHERE schemaname = 'public' ORDER BY 1`)).map((row) => row.name);
 
-const hasColumn = async (url: string, table: string, column: string) =>
-  (await query(url, `SELECT 1 FROM information_schema.columns WHERE table_name = $1 AND column_name = $2`, [table, column])).length === 1;
-const hasIndex = async (url: string, name: string) => (await query(url, `SELECT 1 FROM pg_indexes WHERE indexname = $1`, [name])).length === 1;
 const hasFunction = async (url: string, name: string) => (await query(url, `SELECT 1 FROM pg_proc WHERE proname = $1`, [name])).length === 1;
-/** The last migration adds the publish functions; the one before it, what a registration from software keeps of a client. */
-const hasLast = (url: string) => hasFunction(url, 'publish_if_free');
-const hasOneBeforeLast = (url: string) => hasColumn(url, 'clients', 'registration_token_hash');
+/** The last migration adds the delivery's read function; the one before it, the publish functions. */
+const hasLast = (url: string) => hasFunction(url, 'delivery_read_after');
+const hasOneBeforeLast = (url: string) => hasFunction(url, 'publish_if_free');
 
 describe('the migration commands of the README', () => {
   let url: string;
