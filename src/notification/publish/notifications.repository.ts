@@ -136,6 +136,9 @@ export class NotificationsRepository {
    * repeated publish gets the stored id, unless the stored row has expired, in which case it is
    * stored anew (new id, new seq) and delivered again. Results are in the order of `batch`.
    *
+   * When every recipient's lock is free, the whole transaction is one round trip (storeIfFree);
+   * the rest of this describes the transaction that waits, taken when one is held elsewhere.
+   *
    * Each recipient's publishes are serialised by a transaction-scoped advisory lock, so their
    * `seq` order is their commit order. Without it, two concurrent publishes could commit out of
    * seq order, and a reader that already sent the higher seq (its cursor) would skip the lower
